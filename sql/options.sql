@@ -1,0 +1,17 @@
+-- Session options: coefficient variant, kernel and tile size.
+-- Run: cargo run --release -- -f sql/options.sql
+SET kendall.variant = 'a';       -- tau-a; 'b' (tau-b) is the default
+SET kendall.kernel = 'gse';      -- auto | naive | gse
+SET kendall.tile_size = 128;     -- genes per tile edge
+
+SELECT * FROM kendall_all_pairs('data/demo_expression.parquet', 'gene_id')
+ORDER BY tau DESC, gene_i, gene_j
+LIMIT 5;
+
+-- See the plan: partitions, tile size, kernel, variant, pushed-down filter.
+EXPLAIN SELECT count(*) FROM kendall_all_pairs('data/demo_expression.parquet')
+WHERE tau BETWEEN 0.5 AND 0.9;
+
+-- Metrics: pairs computed, rows emitted, time in the kernel.
+EXPLAIN ANALYZE SELECT count(*) FROM kendall_all_pairs('data/demo_expression.parquet')
+WHERE abs(tau) >= 0.8;

@@ -1,0 +1,8 @@
+-- The 20 strongest partners of one probe set (gene), by |tau|.
+-- Run: cargo run --release -- -f sql/top_partners.sql
+SELECT CASE WHEN gene_i = '201012_at' THEN gene_j ELSE gene_i END AS partner,
+       tau
+FROM kendall_all_pairs('data/demo_expression.parquet')
+WHERE gene_i = '201012_at' OR gene_j = '201012_at'
+ORDER BY abs(tau) DESC, partner
+LIMIT 20;

@@ -1,0 +1,263 @@
+//! Filters on `tau` pushed into the pair loop.
+//!
+//! Comparisons of `tau` or `abs(tau)` with a literal (`=`, `<>`, `<`, `<=`,
+//! `>`, `>=`, `BETWEEN`), combined with `AND`, `OR` and `NOT`, become a
+//! [`TauPredicate`] that the execution plan applies to each pair before it
+//! becomes a row. The predicate reproduces Arrow's float comparison exactly
+//! (IEEE 754 total order, in which NaN is greater than every number and
+//! equal to itself), so pushing a filter down never changes a result.
+
+use std::cmp::Ordering;
+use std::fmt;
+
+use datafusion::arrow::datatypes::DataType;
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
+
+/// Name of the coefficient column.
+pub const TAU: &str = "tau";
+
+/// A comparison operator, as `column <op> literal`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    /// `=`
+    Eq,
+    /// `<>`
+    NotEq,
+    /// `<`
+    Lt,
+    /// `<=`
+    LtEq,
+    /// `>`
+    Gt,
+    /// `>=`
+    GtEq,
+}
+
+impl Cmp {
+    fn from_operator(op: Operator) -> Option<Self> {
+        Some(match op {
+            Operator::Eq => Cmp::Eq,
+            Operator::NotEq => Cmp::NotEq,
+            Operator::Lt => Cmp::Lt,
+            Operator::LtEq => Cmp::LtEq,
+            Operator::Gt => Cmp::Gt,
+            Operator::GtEq => Cmp::GtEq,
+            _ => return None,
+        })
+    }
+
+    /// The operator with its operands swapped: `lit < col` is `col > lit`.
+    fn flipped(self) -> Self {
+        match self {
+            Cmp::Lt => Cmp::Gt,
+            Cmp::LtEq => Cmp::GtEq,
+            Cmp::Gt => Cmp::Lt,
+            Cmp::GtEq => Cmp::LtEq,
+            other => other,
+        }
+    }
+
+    fn holds(self, ord: Ordering) -> bool {
+        match self {
+            Cmp::Eq => ord == Ordering::Equal,
+            Cmp::NotEq => ord != Ordering::Equal,
+            Cmp::Lt => ord == Ordering::Less,
+            Cmp::LtEq => ord != Ordering::Greater,
+            Cmp::Gt => ord == Ordering::Greater,
+            Cmp::GtEq => ord != Ordering::Less,
+        }
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            Cmp::Eq => "=",
+            Cmp::NotEq => "!=",
+            Cmp::Lt => "<",
+            Cmp::LtEq => "<=",
+            Cmp::Gt => ">",
+            Cmp::GtEq => ">=",
+        }
+    }
+}
+
+/// A predicate on one pair's tau, evaluated inside the kernel loop.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TauPredicate {
+    /// `tau <op> value`, or `abs(tau) <op> value` when `abs` is set.
+    Compare {
+        /// Compare `abs(tau)` instead of `tau`.
+        abs: bool,
+        /// The comparison.
+        op: Cmp,
+        /// The literal.
+        value: f64,
+    },
+    /// Both hold.
+    And(Box<TauPredicate>, Box<TauPredicate>),
+    /// Either holds.
+    Or(Box<TauPredicate>, Box<TauPredicate>),
+    /// The inner predicate does not hold.
+    Not(Box<TauPredicate>),
+}
+
+impl TauPredicate {
+    /// Translates a filter expression, or `None` when it is not a predicate
+    /// on `tau` alone that can be evaluated exactly here.
+    pub fn from_expr(expr: &Expr) -> Option<Self> {
+        match expr {
+            Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
+                Operator::And => Some(Self::and(Self::from_expr(left)?, Self::from_expr(right)?)),
+                Operator::Or => Some(TauPredicate::Or(
+                    Box::new(Self::from_expr(left)?),
+                    Box::new(Self::from_expr(right)?),
+                )),
+                _ => {
+                    let op = Cmp::from_operator(*op)?;
+                    if let (Some(abs), Some(value)) = (tau_operand(left), literal(right)) {
+                        Some(TauPredicate::Compare { abs, op, value })
+                    } else {
+                        let (abs, value) = (tau_operand(right)?, literal(left)?);
+                        Some(TauPredicate::Compare {
+                            abs,
+                            op: op.flipped(),
+                            value,
+                        })
+                    }
+                }
+            },
+            Expr::Between(Between {
+                expr,
+                negated,
+                low,
+                high,
+            }) => {
+                let abs = tau_operand(expr)?;
+                let (low, high) = (literal(low)?, literal(high)?);
+                let inside = Self::and(
+                    TauPredicate::Compare {
+                        abs,
+                        op: Cmp::GtEq,
+                        value: low,
+                    },
+                    TauPredicate::Compare {
+                        abs,
+                        op: Cmp::LtEq,
+                        value: high,
+                    },
+                );
+                Some(if *negated {
+                    TauPredicate::Not(Box::new(inside))
+                } else {
+                    inside
+                })
+            }
+            Expr::Not(inner) => Some(TauPredicate::Not(Box::new(Self::from_expr(inner)?))),
+            _ => None,
+        }
+    }
+
+    /// The conjunction of two predicates.
+    pub fn and(a: TauPredicate, b: TauPredicate) -> Self {
+        TauPredicate::And(Box::new(a), Box::new(b))
+    }
+
+    /// Whether a pair with this `tau` passes.
+    #[inline]
+    pub fn eval(&self, tau: f64) -> bool {
+        match self {
+            TauPredicate::Compare { abs, op, value } => {
+                let x = if *abs { tau.abs() } else { tau };
+                op.holds(x.total_cmp(value))
+            }
+            TauPredicate::And(a, b) => a.eval(tau) && b.eval(tau),
+            TauPredicate::Or(a, b) => a.eval(tau) || b.eval(tau),
+            TauPredicate::Not(a) => !a.eval(tau),
+        }
+    }
+}
+
+impl fmt::Display for TauPredicate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TauPredicate::Compare { abs, op, value } => {
+                let col = if *abs { "abs(tau)" } else { "tau" };
+                write!(f, "{col} {} {value}", op.symbol())
+            }
+            TauPredicate::And(a, b) => write!(f, "({a} AND {b})"),
+            TauPredicate::Or(a, b) => write!(f, "({a} OR {b})"),
+            TauPredicate::Not(a) => write!(f, "NOT {a}"),
+        }
+    }
+}
+
+/// `Some(false)` for the column `tau`, `Some(true)` for `abs(tau)`.
+fn tau_operand(expr: &Expr) -> Option<bool> {
+    match expr {
+        Expr::Column(c) if c.name == TAU => Some(false),
+        Expr::ScalarFunction(f) if f.name() == "abs" && f.args.len() == 1 => {
+            matches!(&f.args[0], Expr::Column(c) if c.name == TAU).then_some(true)
+        }
+        _ => None,
+    }
+}
+
+/// A non-null numeric literal (possibly behind a cast) as f64.
+fn literal(expr: &Expr) -> Option<f64> {
+    let value: &ScalarValue = match expr {
+        Expr::Literal(v, _) => v,
+        Expr::Cast(c) => return literal(&c.expr),
+        Expr::TryCast(c) => return literal(&c.expr),
+        _ => return None,
+    };
+    if !value.data_type().is_numeric() {
+        return None;
+    }
+    match value.cast_to(&DataType::Float64).ok()? {
+        ScalarValue::Float64(Some(x)) => Some(x),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::functions::math::expr_fn::abs;
+    use datafusion::logical_expr::{col, lit};
+
+    fn pred(e: Expr) -> TauPredicate {
+        TauPredicate::from_expr(&e).expect("pushable")
+    }
+
+    #[test]
+    fn comparisons_follow_arrow_total_order() {
+        let p = pred(abs(col("tau")).gt_eq(lit(0.8)));
+        assert!(p.eval(0.8) && p.eval(-0.9) && !p.eval(0.5));
+        // NaN sorts above every number in Arrow comparisons.
+        assert!(p.eval(f64::NAN));
+        let p = pred(lit(0.5).gt(col("tau")));
+        assert!(p.eval(0.4) && !p.eval(0.5) && !p.eval(f64::NAN));
+        let p = pred(col("tau").between(lit(-0.1), lit(0.1)));
+        assert!(p.eval(0.0) && p.eval(0.1) && !p.eval(0.2));
+        let p = pred(col("tau").not_between(lit(-0.1), lit(0.1)));
+        assert!(!p.eval(0.0) && p.eval(0.2));
+        let p = pred(col("tau").lt(lit(-0.5)).or(col("tau").gt(lit(0.5_f32))));
+        assert!(p.eval(-0.6) && p.eval(0.6) && !p.eval(0.0));
+        let p = pred(col("tau").gt(lit(0i64)));
+        assert!(p.eval(0.1) && !p.eval(0.0));
+    }
+
+    #[test]
+    fn other_filters_are_not_pushed() {
+        for e in [
+            col("gene_i").eq(lit("TP53")),
+            col("tau").gt(col("tau")),
+            col("tau").gt(lit(ScalarValue::Float64(None))),
+            col("tau").gt(lit("x")),
+            col("tau").gt(lit(0.5)).and(col("gene_j").eq(lit("A"))),
+            (col("tau") + lit(1.0)).gt(lit(0.5)),
+        ] {
+            assert!(TauPredicate::from_expr(&e).is_none(), "{e}");
+        }
+    }
+}

@@ -1,0 +1,240 @@
+//! Per-pair Kendall kernels and the arithmetic that turns their integer
+//! counts into tau.
+//!
+//! Every kernel computes the same integer for a pair of rank vectors `u`, `v`:
+//! the numerator `S = nc - nd` (concordant minus discordant sample pairs),
+//! counting pairs tied in either gene as neither. Tie statistics of a single
+//! gene (`n1`, `n2`) are computed once per gene by
+//! [`RankedMatrix`](crate::input::RankedMatrix), never per pair; only the
+//! final division into tau is floating point.
+
+pub mod gse;
+pub mod naive;
+
+use std::fmt;
+use std::str::FromStr;
+
+use datafusion::common::config::{ConfigField, Visit};
+use datafusion::error::{DataFusionError, Result};
+
+use crate::input::RankedMatrix;
+
+/// Which Kendall coefficient to report (`SET kendall.variant = 'a' | 'b'`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Variant {
+    /// tau-a: `S / n0`, no tie correction.
+    A,
+    /// tau-b: `S / sqrt((n0 - n1)(n0 - n2))`, the tie-corrected coefficient
+    /// reported by R, scipy and pandas. The default.
+    #[default]
+    B,
+}
+
+/// The kernel a user asks for (`SET kendall.kernel = ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KernelChoice {
+    /// Pick the fastest kernel for the data (see [`KernelChoice::resolve`]).
+    #[default]
+    Auto,
+    /// The O(n²) sign-product loop.
+    Naive,
+    /// Knight's merge sort with exact tie handling, O(n log n).
+    Gse,
+}
+
+/// A concrete kernel, after `auto` has been resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelKind {
+    /// [`naive::numerator`].
+    Naive,
+    /// [`gse::Gse`].
+    Gse,
+}
+
+/// Below this many samples the branch-free naive loop beats the merge sort
+/// (measured with `cargo bench --bench kernels`; see README "Kernels").
+pub const NAIVE_MAX_SAMPLES: usize = 96;
+
+impl KernelChoice {
+    /// Resolves `auto` to a concrete kernel for vectors of `samples` values.
+    pub fn resolve(self, samples: usize) -> KernelKind {
+        match self {
+            KernelChoice::Naive => KernelKind::Naive,
+            KernelChoice::Gse => KernelKind::Gse,
+            KernelChoice::Auto if samples <= NAIVE_MAX_SAMPLES => KernelKind::Naive,
+            KernelChoice::Auto => KernelKind::Gse,
+        }
+    }
+}
+
+impl fmt::Display for Variant {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Variant::A => "a",
+            Variant::B => "b",
+        })
+    }
+}
+
+impl FromStr for Variant {
+    type Err = DataFusionError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "a" | "tau_a" | "tau-a" => Ok(Variant::A),
+            "b" | "tau_b" | "tau-b" => Ok(Variant::B),
+            other => Err(DataFusionError::Configuration(format!(
+                "kendall.variant must be 'a' or 'b', got '{other}'"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for KernelChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KernelChoice::Auto => "auto",
+            KernelChoice::Naive => "naive",
+            KernelChoice::Gse => "gse",
+        })
+    }
+}
+
+impl FromStr for KernelChoice {
+    type Err = DataFusionError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(KernelChoice::Auto),
+            "naive" => Ok(KernelChoice::Naive),
+            "gse" => Ok(KernelChoice::Gse),
+            other => Err(DataFusionError::Configuration(format!(
+                "kendall.kernel must be one of 'auto', 'naive', 'gse', got '{other}'"
+            ))),
+        }
+    }
+}
+
+impl fmt::Display for KernelKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            KernelKind::Naive => "naive",
+            KernelKind::Gse => "gse",
+        })
+    }
+}
+
+/// Implements DataFusion's `ConfigField` for an option enum parsed by `FromStr`.
+macro_rules! enum_config_field {
+    ($t:ty) => {
+        impl ConfigField for $t {
+            fn visit<V: Visit>(&self, v: &mut V, key: &str, description: &'static str) {
+                v.some(key, self, description)
+            }
+
+            fn set(&mut self, _key: &str, value: &str) -> Result<()> {
+                *self = value.parse()?;
+                Ok(())
+            }
+
+            fn reset(&mut self, _key: &str) -> Result<()> {
+                *self = <$t>::default();
+                Ok(())
+            }
+        }
+    };
+}
+enum_config_field!(Variant);
+enum_config_field!(KernelChoice);
+
+/// Number of sample pairs, `n0 = n(n-1)/2`.
+pub fn pair_count(samples: usize) -> u64 {
+    let n = samples as u64;
+    n * n.saturating_sub(1) / 2
+}
+
+/// Kendall tau from the integer numerator `s = nc - nd`.
+///
+/// `n0` is the number of sample pairs and `n1`, `n2` the pairs tied within
+/// each gene. tau-b of a constant gene (zero denominator) is NaN. The square
+/// root is taken of the exact integer product when that product is exactly
+/// representable, so tau-b is rounded twice at most.
+pub fn tau(variant: Variant, s: i64, n0: u64, n1: u64, n2: u64) -> f64 {
+    match variant {
+        Variant::A => s as f64 / n0 as f64,
+        Variant::B => {
+            let (a, b) = (n0 - n1, n0 - n2);
+            if a == 0 || b == 0 {
+                return f64::NAN;
+            }
+            let product = u128::from(a) * u128::from(b);
+            let denom = if product < (1u128 << 53) {
+                (product as f64).sqrt()
+            } else {
+                (a as f64).sqrt() * (b as f64).sqrt()
+            };
+            (s as f64 / denom).clamp(-1.0, 1.0)
+        }
+    }
+}
+
+/// A kernel instance with its scratch buffers; one per output stream.
+#[derive(Debug)]
+pub struct PairKernel {
+    kind: KernelKind,
+    gse: gse::Gse,
+}
+
+impl PairKernel {
+    /// A kernel of `kind` for vectors of `samples` values.
+    pub fn new(kind: KernelKind, samples: usize) -> Self {
+        let gse_samples = if kind == KernelKind::Gse { samples } else { 0 };
+        Self {
+            kind,
+            gse: gse::Gse::new(gse_samples),
+        }
+    }
+
+    /// The concrete kernel this instance runs.
+    pub fn kind(&self) -> KernelKind {
+        self.kind
+    }
+
+    /// The numerator `S = nc - nd` of genes `i` and `j` of `m`.
+    #[inline]
+    pub fn numerator(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
+        match self.kind {
+            KernelKind::Naive => naive::numerator(m.ranks(i), m.ranks(j)),
+            KernelKind::Gse => self.gse.numerator(m, i, j),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tau_b_of_constant_gene_is_nan() {
+        assert!(tau(Variant::B, 0, 10, 10, 0).is_nan());
+        assert!(tau(Variant::B, 0, 10, 0, 10).is_nan());
+        assert_eq!(tau(Variant::A, 0, 10, 10, 0), 0.0);
+    }
+
+    #[test]
+    fn tau_extremes_are_exact() {
+        assert_eq!(tau(Variant::B, 45, 45, 0, 0), 1.0);
+        assert_eq!(tau(Variant::B, -45, 45, 0, 0), -1.0);
+        // ties: S = sqrt((n0-n1)(n0-n2)) exactly when both genes tie alike
+        assert_eq!(tau(Variant::B, 40, 45, 5, 5), 1.0);
+        assert_eq!(tau(Variant::A, -45, 45, 0, 0), -1.0);
+    }
+
+    #[test]
+    fn options_parse_and_refuse() {
+        assert_eq!("A".parse::<Variant>().unwrap(), Variant::A);
+        assert_eq!(" gse ".parse::<KernelChoice>().unwrap(), KernelChoice::Gse);
+        let err = "x".parse::<KernelChoice>().unwrap_err().to_string();
+        assert!(err.contains("kendall.kernel"), "{err}");
+        assert_eq!(KernelChoice::Auto.resolve(57), KernelKind::Naive);
+        assert_eq!(KernelChoice::Auto.resolve(1000), KernelKind::Gse);
+    }
+}

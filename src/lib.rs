@@ -1,0 +1,80 @@
+//! # datafusion-kendall
+//!
+//! All-pairs Kendall rank correlation as an Apache DataFusion table function.
+//!
+//! ```sql
+//! SELECT gene_i, gene_j, tau
+//! FROM kendall_all_pairs('data/demo_expression.parquet')
+//! WHERE abs(tau) >= 0.8;
+//! ```
+//!
+//! [`register`] adds the table function `kendall_all_pairs` and the
+//! `kendall.*` session options ([`KendallOptions`]) to a `SessionContext`:
+//!
+//! ```no_run
+//! # async fn demo() -> datafusion::error::Result<()> {
+//! use datafusion::prelude::SessionContext;
+//! let ctx = SessionContext::new();
+//! datafusion_kendall::register(&ctx)?;
+//! ctx.sql("SELECT count(*) FROM kendall_all_pairs('data/demo_expression.parquet') \
+//!          WHERE abs(tau) >= 0.8").await?.show().await?;
+//! # Ok(()) }
+//! ```
+//!
+//! How it works: the input is read and rank-transformed once per query
+//! ([`input`]); the upper triangle of the gene × gene matrix is cut into
+//! tiles numbered by the LightPCC bijection ([`tiles`]); each DataFusion
+//! partition computes a contiguous, pair-balanced range of tiles with a
+//! per-pair [`kernel`] and streams `(gene_i, gene_j, tau)` batches
+//! ([`exec`]), applying pushed-down filters on `tau` ([`filter`]) before a
+//! pair becomes a row.
+
+pub mod exec;
+pub mod filter;
+pub mod input;
+pub mod kernel;
+pub mod options;
+pub mod table;
+pub mod tiles;
+pub mod udtf;
+
+use std::sync::Arc;
+
+use datafusion::error::Result;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+pub use kernel::{KernelChoice, Variant};
+pub use options::KendallOptions;
+pub use table::KendallTable;
+pub use udtf::KendallAllPairs;
+
+/// The SQL name of the table function.
+pub const FUNCTION_NAME: &str = "kendall_all_pairs";
+
+/// Registers `kendall_all_pairs` and the `kendall.*` options on `ctx`.
+///
+/// Options already set on the context (e.g. via [`with_kendall_options`])
+/// are kept.
+pub fn register(ctx: &SessionContext) -> Result<()> {
+    ctx.register_udtf(FUNCTION_NAME, Arc::new(KendallAllPairs));
+    let state = ctx.state_ref();
+    let mut state = state.write();
+    let options = state.config_mut().options_mut();
+    if options.extensions.get::<KendallOptions>().is_none() {
+        options.extensions.insert(KendallOptions::default());
+    }
+    Ok(())
+}
+
+/// Adds the `kendall.*` options to a `SessionConfig` (for contexts built
+/// from a config; [`register`] does this for you on an existing context).
+pub fn with_kendall_options(config: SessionConfig) -> SessionConfig {
+    config.with_option_extension(KendallOptions::default())
+}
+
+/// A `SessionContext` with the default configuration and this crate registered.
+pub fn new_context() -> Result<SessionContext> {
+    let ctx = SessionContext::new_with_config(with_kendall_options(SessionConfig::new()));
+    register(&ctx)?;
+    Ok(ctx)
+}

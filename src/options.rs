@@ -1,0 +1,32 @@
+//! Session options: `SET kendall.<name> = <value>`.
+
+use datafusion::common::config::ConfigExtension;
+use datafusion::common::extensions_options;
+
+use crate::kernel::{KernelChoice, Variant};
+
+/// Default edge of a tile, in genes. Chosen with the `tile_size` benchmark
+/// (`cargo bench --bench kernels`, see README): for the naive and GSE kernels
+/// any edge from 64 to 1024 keeps a tile's ranks in L2, and 256 is within
+/// noise of the best while giving enough tiles to balance 8 partitions
+/// already at a few thousand genes.
+pub const DEFAULT_TILE_SIZE: usize = 256;
+
+extensions_options! {
+    /// Options of `kendall_all_pairs`, read when a query is planned.
+    ///
+    /// Register them with [`crate::register`]; change them with SQL
+    /// (`SET kendall.variant = 'a'`).
+    pub struct KendallOptions {
+        /// Coefficient: 'b' (tau-b, tie-corrected, the default) or 'a' (tau-a).
+        pub variant: Variant, default = Variant::B
+        /// Kernel: 'auto' (the fastest for the data), 'naive' or 'gse'.
+        pub kernel: KernelChoice, default = KernelChoice::Auto
+        /// Edge of a square tile of the gene × gene job matrix, in genes.
+        pub tile_size: usize, default = DEFAULT_TILE_SIZE
+    }
+}
+
+impl ConfigExtension for KendallOptions {
+    const PREFIX: &'static str = "kendall";
+}

@@ -1,0 +1,109 @@
+//! `KendallTable`: the table a `kendall_all_pairs(...)` call stands for.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::error::Result;
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::ExecutionPlan;
+
+use crate::exec::{KendallExec, ScanConfig};
+use crate::filter::{TAU, TauPredicate};
+use crate::input::InputSpec;
+use crate::options::KendallOptions;
+
+/// The output schema: `gene_i`, `gene_j` (non-null strings) and `tau` (Float64).
+pub fn output_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("gene_i", DataType::Utf8, false),
+        Field::new("gene_j", DataType::Utf8, false),
+        Field::new(TAU, DataType::Float64, false),
+    ]))
+}
+
+/// All gene pairs of one expression matrix, as a DataFusion table.
+///
+/// Filters on `tau` are applied exactly inside the scan; the kernel, variant
+/// and tile size come from the session's [`KendallOptions`] at planning time.
+#[derive(Debug)]
+pub struct KendallTable {
+    spec: Arc<InputSpec>,
+    schema: SchemaRef,
+}
+
+impl KendallTable {
+    /// The table over a checked input.
+    pub fn new(spec: InputSpec) -> Self {
+        Self {
+            spec: Arc::new(spec),
+            schema: output_schema(),
+        }
+    }
+
+    /// The input this table reads.
+    pub fn input(&self) -> &InputSpec {
+        &self.spec
+    }
+}
+
+#[async_trait]
+impl TableProvider for KendallTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| match TauPredicate::from_expr(f) {
+                Some(_) => TableProviderFilterPushDown::Exact,
+                None => TableProviderFilterPushDown::Unsupported,
+            })
+            .collect())
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let config = state.config_options();
+        let options = config
+            .extensions
+            .get::<KendallOptions>()
+            .cloned()
+            .unwrap_or_default();
+        let predicate = filters
+            .iter()
+            .filter_map(TauPredicate::from_expr)
+            .reduce(TauPredicate::and);
+        let scan = ScanConfig {
+            variant: options.variant,
+            kernel: options.kernel.resolve(self.spec.samples.len()),
+            tile_size: options.tile_size.max(1),
+            partitions: config.execution.target_partitions.max(1),
+            batch_size: config.execution.batch_size.max(1),
+            predicate: predicate.map(Arc::new),
+            limit,
+        };
+        let projection = projection
+            .cloned()
+            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        Ok(Arc::new(KendallExec::try_new(
+            Arc::clone(&self.spec),
+            scan,
+            projection,
+        )?))
+    }
+}

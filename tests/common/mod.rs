@@ -1,0 +1,110 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::datatypes::Float64Type;
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+/// A context with `target_partitions` partitions and the crate registered.
+pub fn ctx(partitions: usize) -> SessionContext {
+    let config = datafusion_kendall::with_kendall_options(
+        SessionConfig::new().with_target_partitions(partitions),
+    );
+    let ctx = SessionContext::new_with_config(config);
+    datafusion_kendall::register(&ctx).unwrap();
+    ctx
+}
+
+/// Runs `sql` (several statements allowed, separated by ';') and returns the
+/// batches of the last one.
+pub async fn run(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<Vec<RecordBatch>> {
+    let mut last = Vec::new();
+    for stmt in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
+        last = ctx.sql(stmt).await?.collect().await?;
+    }
+    Ok(last)
+}
+
+/// One output row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pair {
+    pub gene_i: String,
+    pub gene_j: String,
+    pub tau: f64,
+}
+
+/// Runs a query returning (gene_i, gene_j, tau) and returns its rows.
+pub async fn pairs(ctx: &SessionContext, sql: &str) -> Vec<Pair> {
+    let batches = run(ctx, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let mut out = Vec::new();
+    for b in &batches {
+        let gi = b.column(0).as_string::<i32>();
+        let gj = b.column(1).as_string::<i32>();
+        let tau = b.column(2).as_primitive::<Float64Type>();
+        for r in 0..b.num_rows() {
+            out.push(Pair {
+                gene_i: gi.value(r).to_string(),
+                gene_j: gj.value(r).to_string(),
+                tau: tau.value(r),
+            });
+        }
+    }
+    out
+}
+
+/// Rows keyed by (gene_i, gene_j), asserting each key appears once.
+pub fn by_key(rows: &[Pair]) -> HashMap<(String, String), f64> {
+    let mut map = HashMap::new();
+    for p in rows {
+        let old = map.insert((p.gene_i.clone(), p.gene_j.clone()), p.tau);
+        assert!(old.is_none(), "pair {} {} twice", p.gene_i, p.gene_j);
+    }
+    map
+}
+
+/// Reads a reference CSV `gene_i,gene_j,tau[,...]` (NaN written as `nan`).
+pub fn reference(path: &str) -> Vec<Pair> {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.lines()
+        .skip(1)
+        .map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            Pair {
+                gene_i: f[0].to_string(),
+                gene_j: f[1].to_string(),
+                tau: f[2].parse().unwrap(),
+            }
+        })
+        .collect()
+}
+
+/// Writes one record batch as a Parquet file.
+pub fn write_parquet(path: &Path, batch: &RecordBatch) {
+    let file = std::fs::File::create(path).unwrap();
+    let mut writer = ArrowWriter::try_new(file, batch.schema(), None).unwrap();
+    writer.write(batch).unwrap();
+    writer.close().unwrap();
+}
+
+/// The first `k` rows of a Parquet file, written to `out`.
+pub fn head_parquet(input: &str, k: usize, out: &Path) {
+    let file = std::fs::File::open(input).unwrap();
+    let reader =
+        datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
+    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+    let all = datafusion::arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    write_parquet(out, &all.slice(0, k.min(all.num_rows())));
+}
+
+/// A batch from named columns.
+pub fn batch(columns: Vec<(&str, Arc<dyn Array>)>) -> RecordBatch {
+    RecordBatch::try_from_iter(columns).unwrap()
+}

@@ -1,0 +1,247 @@
+//! Every bad input gets a clear error naming the file, column or gene.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::{batch, ctx, run, write_parquet};
+use datafusion::arrow::array::{
+    Array, BooleanArray, Float32Array, Float64Array, Int32Array, Int64Array, StringArray,
+};
+
+async fn error_of(sql: &str) -> String {
+    let ctx = ctx(2);
+    match run(&ctx, sql).await {
+        Ok(b) => panic!("expected an error for {sql}, got {} batches", b.len()),
+        Err(e) => e.to_string(),
+    }
+}
+
+async fn error_for(path: &Path) -> String {
+    error_of(&format!(
+        "SELECT * FROM kendall_all_pairs('{}')",
+        path.display()
+    ))
+    .await
+}
+
+fn genes(ids: &[Option<&str>]) -> Arc<dyn Array> {
+    Arc::new(StringArray::from(ids.to_vec()))
+}
+
+fn floats(v: &[Option<f64>]) -> Arc<dyn Array> {
+    Arc::new(Float64Array::from(v.to_vec()))
+}
+
+fn assert_contains(msg: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(msg.contains(n), "'{n}' missing from: {msg}");
+    }
+}
+
+#[tokio::test]
+async fn missing_path_and_not_parquet() {
+    let msg = error_of("SELECT * FROM kendall_all_pairs('no/such/file.parquet')").await;
+    assert_contains(&msg, &["kendall_all_pairs", "cannot open 'no/such/file.parquet'"]);
+
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("matrix.parquet");
+    std::fs::write(&text, "gene,s1,s2\nA,1,2\n").unwrap();
+    let msg = error_for(&text).await;
+    assert_contains(&msg, &["matrix.parquet", "is not a readable Parquet file"]);
+
+    let empty_dir = dir.path().join("empty");
+    std::fs::create_dir(&empty_dir).unwrap();
+    let msg = error_for(&empty_dir).await;
+    assert_contains(&msg, &["holds no .parquet files"]);
+}
+
+#[tokio::test]
+async fn bad_arguments() {
+    let msg = error_of("SELECT * FROM kendall_all_pairs()").await;
+    assert_contains(&msg, &["takes 1 or 2 string literals", "got 0 arguments"]);
+    let msg = error_of("SELECT * FROM kendall_all_pairs(42)").await;
+    assert_contains(&msg, &["path must be a string"]);
+    let msg = error_of("SELECT * FROM kendall_all_pairs('a', 'b', 'c')").await;
+    assert_contains(&msg, &["got 3 arguments"]);
+}
+
+#[tokio::test]
+async fn gene_column_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let no_strings = dir.path().join("no_strings.parquet");
+    write_parquet(
+        &no_strings,
+        &batch(vec![
+            ("s1", floats(&[Some(1.0), Some(2.0)])),
+            ("s2", floats(&[Some(1.0), Some(2.0)])),
+        ]),
+    );
+    let msg = error_for(&no_strings).await;
+    assert_contains(&msg, &["no_strings.parquet", "no string column", "s1, s2"]);
+
+    let good = dir.path().join("good.parquet");
+    write_parquet(
+        &good,
+        &batch(vec![
+            ("probe", genes(&[Some("A"), Some("B")])),
+            ("s1", floats(&[Some(1.0), Some(2.0)])),
+            ("s2", floats(&[Some(1.0), Some(3.0)])),
+        ]),
+    );
+    let msg = error_of(&format!(
+        "SELECT * FROM kendall_all_pairs('{}', 'gene')",
+        good.display()
+    ))
+    .await;
+    assert_contains(&msg, &["gene column 'gene' not found", "good.parquet", "probe, s1, s2"]);
+    let msg = error_of(&format!(
+        "SELECT * FROM kendall_all_pairs('{}', 's1')",
+        good.display()
+    ))
+    .await;
+    assert_contains(&msg, &["gene column 's1'", "must be strings"]);
+}
+
+#[tokio::test]
+async fn sample_column_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let text_sample = dir.path().join("text_sample.parquet");
+    write_parquet(
+        &text_sample,
+        &batch(vec![
+            ("gene", genes(&[Some("A"), Some("B")])),
+            ("s1", floats(&[Some(1.0), Some(2.0)])),
+            ("label", genes(&[Some("x"), Some("y")])),
+            ("flag", Arc::new(BooleanArray::from(vec![true, false]))),
+        ]),
+    );
+    let msg = error_for(&text_sample).await;
+    assert_contains(&msg, &["sample column 'label'", "text_sample.parquet", "Utf8"]);
+
+    let one_sample = dir.path().join("one_sample.parquet");
+    write_parquet(
+        &one_sample,
+        &batch(vec![
+            ("gene", genes(&[Some("A"), Some("B")])),
+            ("s1", floats(&[Some(1.0), Some(2.0)])),
+        ]),
+    );
+    let msg = error_for(&one_sample).await;
+    assert_contains(&msg, &["one_sample.parquet", "1 sample column", "at least 2 samples"]);
+}
+
+#[tokio::test]
+async fn gene_id_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    let dup = dir.path().join("dup.parquet");
+    write_parquet(
+        &dup,
+        &batch(vec![
+            ("gene", genes(&[Some("A"), Some("B"), Some("A")])),
+            ("s1", floats(&[Some(1.0), Some(2.0), Some(3.0)])),
+            ("s2", floats(&[Some(1.0), Some(2.0), Some(0.0)])),
+        ]),
+    );
+    let msg = error_for(&dup).await;
+    assert_contains(&msg, &["duplicate gene id 'A'", "row 1", "row 3", "dup.parquet"]);
+
+    let null_id = dir.path().join("null_id.parquet");
+    write_parquet(
+        &null_id,
+        &batch(vec![
+            ("gene", genes(&[Some("A"), None])),
+            ("s1", floats(&[Some(1.0), Some(2.0)])),
+            ("s2", floats(&[Some(1.0), Some(2.0)])),
+        ]),
+    );
+    let msg = error_for(&null_id).await;
+    assert_contains(&msg, &["gene id is null", "row 2", "null_id.parquet"]);
+}
+
+#[tokio::test]
+async fn value_problems() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, bad, what) in [
+        ("nan", Some(f64::NAN), "a NaN value"),
+        ("inf", Some(f64::INFINITY), "an infinite value"),
+        ("null", None, "a null value"),
+    ] {
+        let path = dir.path().join(format!("{name}.parquet"));
+        write_parquet(
+            &path,
+            &batch(vec![
+                ("gene", genes(&[Some("A"), Some("TP53")])),
+                ("s1", floats(&[Some(1.0), Some(2.0)])),
+                ("s2", floats(&[Some(1.0), bad])),
+            ]),
+        );
+        let msg = error_for(&path).await;
+        assert_contains(
+            &msg,
+            &["gene 'TP53'", "row 2", what, "sample column 's2'", &format!("{name}.parquet")],
+        );
+    }
+}
+
+#[tokio::test]
+async fn zero_or_one_gene_gives_zero_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    for ids in [vec![], vec![Some("A")]] {
+        let path = dir.path().join(format!("genes{}.parquet", ids.len()));
+        let values: Vec<Option<f64>> = ids.iter().map(|_| Some(1.0)).collect();
+        write_parquet(
+            &path,
+            &batch(vec![
+                ("gene", genes(&ids)),
+                ("s1", floats(&values)),
+                ("s2", floats(&values)),
+            ]),
+        );
+        let ctx = ctx(4);
+        let rows = common::pairs(
+            &ctx,
+            &format!("SELECT * FROM kendall_all_pairs('{}')", path.display()),
+        )
+        .await;
+        assert!(rows.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn directories_and_integer_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let part = |ids: &[&str], a: &[i32], b: &[i64], c: &[f32]| {
+        batch(vec![
+            ("gene", genes(&ids.iter().map(|s| Some(*s)).collect::<Vec<_>>())),
+            ("s1", Arc::new(Int32Array::from(a.to_vec())) as Arc<dyn Array>),
+            ("s2", Arc::new(Int64Array::from(b.to_vec()))),
+            ("s3", Arc::new(Float32Array::from(c.to_vec()))),
+        ])
+    };
+    write_parquet(&dir.path().join("part-0.parquet"), &part(&["A", "B"], &[1, 2], &[1, 3], &[1.0, 4.0]));
+    write_parquet(&dir.path().join("part-1.parquet"), &part(&["C"], &[3], &[2], &[9.5]));
+    std::fs::write(dir.path().join("_SUCCESS"), "").unwrap();
+    let ctx = ctx(2);
+    let rows = common::pairs(
+        &ctx,
+        &format!("SELECT * FROM kendall_all_pairs('{}') ORDER BY gene_i, gene_j", dir.path().display()),
+    )
+    .await;
+    let got: Vec<(&str, &str, f64)> = rows.iter().map(|p| (p.gene_i.as_str(), p.gene_j.as_str(), p.tau)).collect();
+    // A = (1,1,1), B = (2,3,4), C = (3,2,9.5): A-B and A-C have no pairs
+    // of samples with a tie in A... A is constant, so tau-b is NaN.
+    assert_eq!(got.len(), 3);
+    assert!(got[0].2.is_nan() && got[1].2.is_nan());
+    assert_eq!((got[2].0, got[2].1), ("B", "C"));
+    assert!((got[2].2 - 1.0 / 3.0).abs() < 1e-15, "{}", got[2].2);
+
+    // A file with another schema in the same directory is refused.
+    write_parquet(
+        &dir.path().join("part-2.parquet"),
+        &batch(vec![("gene", genes(&[Some("D")])), ("s1", floats(&[Some(1.0)]))]),
+    );
+    let msg = error_for(dir.path()).await;
+    assert_contains(&msg, &["different schemas", "part-2.parquet"]);
+}

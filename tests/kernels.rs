@@ -1,0 +1,106 @@
+//! Every kernel against the naive oracle, on random inputs with and without
+//! ties, n from 2 to 2,000.
+
+use datafusion_kendall::input::RankedMatrix;
+use datafusion_kendall::kernel::{KernelKind, PairKernel, naive, pair_count};
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+
+/// A genes × n matrix; `levels` = None gives distinct values, Some(k)
+/// draws from k values (ties).
+fn random_matrix(rng: &mut SmallRng, genes: usize, n: usize, levels: Option<u32>) -> Vec<f64> {
+    (0..genes * n)
+        .map(|_| match levels {
+            None => rng.random::<f64>(),
+            Some(k) => f64::from(rng.random_range(0..k)),
+        })
+        .collect()
+}
+
+/// S recomputed from the definition on the raw values.
+fn s_from_values(x: &[f64], y: &[f64]) -> i64 {
+    let mut s = 0i64;
+    for a in 0..x.len() {
+        for b in a + 1..x.len() {
+            let sx = (x[b] - x[a]).signum() * f64::from(u8::from(x[b] != x[a]));
+            let sy = (y[b] - y[a]).signum() * f64::from(u8::from(y[b] != y[a]));
+            s += (sx * sy) as i64;
+        }
+    }
+    s
+}
+
+fn check_all_kernels(values: &[f64], genes: usize, n: usize, what: &str) {
+    let m = RankedMatrix::from_values(genes, n, values);
+    let mut gse = PairKernel::new(KernelKind::Gse, n);
+    let mut nv = PairKernel::new(KernelKind::Naive, n);
+    for i in 0..genes {
+        for j in 0..genes {
+            if i == j {
+                continue;
+            }
+            let oracle = naive::numerator(m.ranks(i), m.ranks(j));
+            assert_eq!(nv.numerator(&m, i, j), oracle);
+            assert_eq!(
+                gse.numerator(&m, i, j),
+                oracle,
+                "gse vs naive: {what}, n={n}, genes {i},{j}"
+            );
+            assert!(oracle.unsigned_abs() <= pair_count(n));
+        }
+    }
+}
+
+#[test]
+fn naive_oracle_matches_definition_on_raw_values() {
+    let mut rng = SmallRng::seed_from_u64(1);
+    for n in [2, 3, 5, 17, 57, 100] {
+        for levels in [None, Some(2), Some(5)] {
+            let v = random_matrix(&mut rng, 2, n, levels);
+            let m = RankedMatrix::from_values(2, n, &v);
+            assert_eq!(
+                naive::numerator(m.ranks(0), m.ranks(1)),
+                s_from_values(&v[..n], &v[n..])
+            );
+        }
+    }
+}
+
+#[test]
+fn kernels_agree_small_n_with_and_without_ties() {
+    let mut rng = SmallRng::seed_from_u64(2);
+    for n in 2..=70 {
+        for levels in [None, Some(2), Some(3), Some(n as u32 / 2 + 1)] {
+            let v = random_matrix(&mut rng, 4, n, levels);
+            check_all_kernels(&v, 4, n, &format!("levels={levels:?}"));
+        }
+    }
+}
+
+#[test]
+fn kernels_agree_large_n() {
+    let mut rng = SmallRng::seed_from_u64(3);
+    for n in [127, 128, 129, 310, 1000, 2000] {
+        for levels in [None, Some(4), Some(50)] {
+            let v = random_matrix(&mut rng, 3, n, levels);
+            check_all_kernels(&v, 3, n, &format!("levels={levels:?}"));
+        }
+    }
+}
+
+#[test]
+fn kernels_agree_on_constant_sorted_and_reversed_genes() {
+    for n in [2, 16, 17, 57, 310] {
+        let mut v = Vec::new();
+        v.extend((0..n).map(|k| k as f64)); // ascending
+        v.extend((0..n).map(|k| -(k as f64))); // descending
+        v.extend(std::iter::repeat_n(3.5, n)); // constant
+        v.extend((0..n).map(|k| (k / 3) as f64)); // ascending with ties
+        v.extend((0..n).map(|k| ((n - k) / 2) as f64)); // descending with ties
+        check_all_kernels(&v, 5, n, "structured");
+        let m = RankedMatrix::from_values(5, n, &v);
+        let n0 = pair_count(n) as i64;
+        assert_eq!(naive::numerator(m.ranks(0), m.ranks(1)), -n0);
+        assert_eq!(naive::numerator(m.ranks(0), m.ranks(2)), 0);
+    }
+}

@@ -1,0 +1,249 @@
+//! The SQL path end to end, against scipy reference values.
+
+mod common;
+
+use common::{Pair, by_key, ctx, head_parquet, pairs, reference, run};
+use datafusion::arrow::util::pretty::pretty_format_batches;
+
+const TIES: &str = "tests/data/bladder_ties.parquet";
+const DEMO: &str = "data/demo_expression.parquet";
+
+fn assert_matches_reference(got: &[Pair], expected: &[Pair], tol: f64) {
+    assert_eq!(got.len(), expected.len(), "row count");
+    let got = by_key(got);
+    for e in expected {
+        let key = (e.gene_i.clone(), e.gene_j.clone());
+        let t = *got
+            .get(&key)
+            .unwrap_or_else(|| panic!("missing pair {key:?}"));
+        if e.tau.is_nan() {
+            assert!(t.is_nan(), "{key:?}: expected NaN, got {t}");
+        } else {
+            assert!(
+                (t - e.tau).abs() <= tol,
+                "{key:?}: got {t}, scipy {}",
+                e.tau
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn tau_b_matches_scipy_on_real_data_with_ties() {
+    let expected = reference("tests/data/bladder_ties_reference.csv");
+    for kernel in ["naive", "gse", "auto"] {
+        let ctx = ctx(3);
+        let got = pairs(
+            &ctx,
+            &format!("SET kendall.kernel = '{kernel}'; SELECT * FROM kendall_all_pairs('{TIES}')"),
+        )
+        .await;
+        assert_matches_reference(&got, &expected, 1e-12);
+    }
+}
+
+#[tokio::test]
+async fn tau_a_matches_exact_reference() {
+    let expected = reference("tests/data/bladder_ties_reference_a.csv");
+    for kernel in ["naive", "gse"] {
+        let ctx = ctx(2);
+        let got = pairs(
+            &ctx,
+            &format!(
+                "SET kendall.variant = 'a'; SET kendall.kernel = '{kernel}'; \
+                 SELECT * FROM kendall_all_pairs('{TIES}', 'gene_id')"
+            ),
+        )
+        .await;
+        assert_matches_reference(&got, &expected, 1e-12);
+    }
+}
+
+#[tokio::test]
+async fn demo_head_matches_scipy() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = dir.path().join("head.parquet");
+    head_parquet(DEMO, 120, &head);
+    let expected = reference("tests/data/demo_head_reference.csv");
+    let ctx = ctx(4);
+    let got = pairs(
+        &ctx,
+        &format!("SELECT * FROM kendall_all_pairs('{}')", head.display()),
+    )
+    .await;
+    assert_matches_reference(&got, &expected, 1e-12);
+}
+
+/// Every unordered pair once, gene_i first in input order, no self pairs;
+/// identical bits for any partition count and tile size.
+#[tokio::test]
+async fn partitions_and_tile_sizes_do_not_change_results() {
+    let genes: Vec<String> = reference("tests/data/bladder_ties_reference.csv")
+        .iter()
+        .filter(|p| p.gene_i == "1007_s_at")
+        .map(|p| p.gene_j.clone())
+        .collect();
+    let mut order = vec!["1007_s_at".to_string()];
+    order.extend(genes);
+    let position = |g: &str| order.iter().position(|x| x == g).unwrap();
+    let m = order.len();
+
+    let mut baseline: Option<Vec<(String, String, u64)>> = None;
+    for partitions in 1..=8 {
+        for tile in [1, 7, 16, 64, 1000] {
+            let ctx = ctx(partitions);
+            let rows = pairs(
+                &ctx,
+                &format!(
+                    "SET kendall.tile_size = {tile}; SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{TIES}')"
+                ),
+            )
+            .await;
+            assert_eq!(rows.len(), m * (m - 1) / 2);
+            let keys = by_key(&rows);
+            assert_eq!(keys.len(), rows.len());
+            for p in &rows {
+                assert!(position(&p.gene_i) < position(&p.gene_j), "{p:?}");
+            }
+            let mut bits: Vec<(String, String, u64)> = rows
+                .into_iter()
+                .map(|p| (p.gene_i, p.gene_j, p.tau.to_bits()))
+                .collect();
+            bits.sort();
+            match &baseline {
+                None => baseline = Some(bits),
+                Some(b) => assert_eq!(&bits, b, "partitions={partitions} tile={tile}"),
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn tau_filters_are_pushed_down_and_exact() {
+    let ctx = ctx(2);
+    let all = pairs(&ctx, &format!("SELECT * FROM kendall_all_pairs('{TIES}')")).await;
+    let cases: Vec<(&str, Box<dyn Fn(f64) -> bool>)> = vec![
+        ("abs(tau) >= 0.5", Box::new(|t: f64| t.is_nan() || t.abs() >= 0.5)),
+        ("tau > 0.6", Box::new(|t: f64| t.is_nan() || t > 0.6)),
+        ("tau < -0.2", Box::new(|t: f64| t < -0.2)),
+        ("tau <= 0.0", Box::new(|t: f64| t <= 0.0)),
+        ("tau BETWEEN 0.1 AND 0.3", Box::new(|t: f64| (0.1..=0.3).contains(&t))),
+        (
+            "tau < -0.3 OR tau > 0.5 AND tau < 0.7",
+            Box::new(|t: f64| t < -0.3 || (t > 0.5 && t < 0.7)),
+        ),
+        ("0.4 <= abs(tau)", Box::new(|t: f64| t.is_nan() || t.abs() >= 0.4)),
+    ];
+    for (predicate, keep) in cases {
+        let sql = format!("SELECT * FROM kendall_all_pairs('{TIES}') WHERE {predicate}");
+        let got = pairs(&ctx, &sql).await;
+        let expected: Vec<&Pair> = all.iter().filter(|p| keep(p.tau)).collect();
+        assert_eq!(got.len(), expected.len(), "{predicate}");
+        assert!(!got.is_empty(), "{predicate}: test data should keep some rows");
+
+        let plan = run(&ctx, &format!("EXPLAIN {sql}")).await.unwrap();
+        let plan = pretty_format_batches(&plan).unwrap().to_string();
+        assert!(!plan.contains("FilterExec"), "{predicate}:\n{plan}");
+        assert!(plan.contains("filter="), "{predicate}:\n{plan}");
+    }
+    // A filter on the gene columns stays with DataFusion and still works.
+    let sql = format!(
+        "SELECT * FROM kendall_all_pairs('{TIES}') WHERE gene_i = '1007_s_at' AND abs(tau) > 0.3"
+    );
+    let got = pairs(&ctx, &sql).await;
+    let expected = all
+        .iter()
+        .filter(|p| p.gene_i == "1007_s_at" && (p.tau.is_nan() || p.tau.abs() > 0.3))
+        .count();
+    assert_eq!(got.len(), expected);
+    let plan = run(&ctx, &format!("EXPLAIN {sql}")).await.unwrap();
+    let plan = pretty_format_batches(&plan).unwrap().to_string();
+    assert!(plan.contains("FilterExec"), "{plan}");
+    assert!(plan.contains("filter=abs(tau) > 0.3"), "{plan}");
+}
+
+#[tokio::test]
+async fn limit_count_and_projection() {
+    let ctx = ctx(4);
+    let rows = pairs(&ctx, &format!("SELECT * FROM kendall_all_pairs('{DEMO}') LIMIT 5")).await;
+    assert_eq!(rows.len(), 5);
+    let batches = run(&ctx, &format!("SELECT count(*) AS c FROM kendall_all_pairs('{TIES}')"))
+        .await
+        .unwrap();
+    let text = pretty_format_batches(&batches).unwrap().to_string();
+    assert!(text.contains("| 1830 |"), "{text}");
+    let batches = run(
+        &ctx,
+        &format!("SELECT gene_j FROM kendall_all_pairs('{TIES}') WHERE tau > 0.7"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(batches[0].num_columns(), 1);
+}
+
+#[tokio::test]
+async fn explain_and_explain_analyze_show_the_node_and_metrics() {
+    let ctx = ctx(3);
+    let plan = run(&ctx, &format!("EXPLAIN SELECT * FROM kendall_all_pairs('{TIES}')"))
+        .await
+        .unwrap();
+    let plan = pretty_format_batches(&plan).unwrap().to_string();
+    for needle in ["KendallExec", "partitions=3", "tile_size=256", "kernel=naive", "variant=b"] {
+        assert!(plan.contains(needle), "{needle} missing:\n{plan}");
+    }
+    let plan = run(
+        &ctx,
+        &format!("EXPLAIN ANALYZE SELECT count(*) FROM kendall_all_pairs('{TIES}')"),
+    )
+    .await
+    .unwrap();
+    let plan = pretty_format_batches(&plan).unwrap().to_string();
+    for needle in ["pairs_computed=1.83 K", "kernel_time=", "output_rows=1.83 K"] {
+        assert!(plan.contains(needle), "{needle} missing:\n{plan}");
+    }
+}
+
+#[tokio::test]
+async fn copy_network_to_parquet_and_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let ctx = ctx(2);
+    for ext in ["parquet", "csv"] {
+        let out = dir.path().join(format!("net.{ext}"));
+        run(
+            &ctx,
+            &format!(
+                "COPY (SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{TIES}') WHERE abs(tau) >= 0.5) \
+                 TO '{}'",
+                out.display()
+            ),
+        )
+        .await
+        .unwrap();
+        let read_back = format!("SELECT count(*) AS c FROM '{}'", out.display());
+        let n = run(&ctx, &read_back).await.unwrap();
+        let expected = run(
+            &ctx,
+            &format!("SELECT count(*) AS c FROM kendall_all_pairs('{TIES}') WHERE abs(tau) >= 0.5"),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            pretty_format_batches(&n).unwrap().to_string(),
+            pretty_format_batches(&expected).unwrap().to_string()
+        );
+    }
+}
+
+#[tokio::test]
+async fn options_refuse_bad_values() {
+    let ctx = ctx(1);
+    let err = run(&ctx, "SET kendall.kernel = 'fastest'").await.unwrap_err().to_string();
+    assert!(err.contains("kendall.kernel must be one of"), "{err}");
+    let err = run(&ctx, "SET kendall.variant = 'z'").await.unwrap_err().to_string();
+    assert!(err.contains("kendall.variant must be"), "{err}");
+    run(&ctx, "SET kendall.variant = 'A'").await.unwrap();
+    let plan = run(&ctx, &format!("EXPLAIN SELECT * FROM kendall_all_pairs('{TIES}')"))
+        .await
+        .unwrap();
+    assert!(pretty_format_batches(&plan).unwrap().to_string().contains("variant=a"));
+}
