@@ -17,7 +17,10 @@ async fn main() -> Result<()> {
     datafusion_kendall::register(&ctx)?;
 
     // Options can be set with SQL ...
-    ctx.sql("SET kendall.variant = 'b'").await?.collect().await?;
+    ctx.sql("SET kendall.variant = 'b'")
+        .await?
+        .collect()
+        .await?;
 
     // ... and the pairs used like any other table: here the degree of each
     // gene in the |tau| >= 0.8 network.

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray, UInt32Array};
+use datafusion::arrow::array::{Array, ArrayRef, Float64Array, StringArray, UInt32Array};
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
@@ -88,7 +88,11 @@ pub struct KendallExec {
 impl KendallExec {
     /// A plan over `spec` producing the columns `projection` of the output
     /// schema (indices; may be empty, e.g. for `count(*)`).
-    pub fn try_new(spec: Arc<InputSpec>, config: ScanConfig, projection: Vec<usize>) -> Result<Self> {
+    pub fn try_new(
+        spec: Arc<InputSpec>,
+        config: ScanConfig,
+        projection: Vec<usize>,
+    ) -> Result<Self> {
         let schema = Arc::new(output_schema().project(&projection)?);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(schema),
@@ -197,7 +201,11 @@ impl ExecutionPlan for KendallExec {
         Some(self.metrics.clone_inner())
     }
 
-    fn execute(&self, partition: usize, _context: Arc<TaskContext>) -> Result<SendableRecordBatchStream> {
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
         if partition >= self.config.partitions {
             return Err(DataFusionError::Internal(format!(
                 "KendallExec has {} partitions, asked for partition {partition}",
@@ -351,7 +359,10 @@ impl PairStream {
                     let (rows, cols) = (prepared.grid.rows(tile), prepared.grid.cols(tile));
                     let (y, x) = prepared.grid.coords(tile);
                     let diagonal = y == x;
-                    let (i, j) = (rows.start, if diagonal { rows.start + 1 } else { cols.start });
+                    let (i, j) = (
+                        rows.start,
+                        if diagonal { rows.start + 1 } else { cols.start },
+                    );
                     self.cursor.insert(Cursor {
                         rows,
                         cols,
@@ -387,7 +398,11 @@ impl PairStream {
                     }
                 }
                 cursor.i += 1;
-                cursor.j = if cursor.diagonal { cursor.i + 1 } else { cursor.cols.start };
+                cursor.j = if cursor.diagonal {
+                    cursor.i + 1
+                } else {
+                    cursor.cols.start
+                };
             }
             self.cursor = None;
         }
@@ -405,8 +420,16 @@ impl PairStream {
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.projection.len());
         for &c in &self.projection {
             columns.push(match c {
-                0 => take(genes, &UInt32Array::from(std::mem::take(&mut self.out_i)), None)?,
-                1 => take(genes, &UInt32Array::from(std::mem::take(&mut self.out_j)), None)?,
+                0 => take(
+                    genes,
+                    &UInt32Array::from(std::mem::take(&mut self.out_i)),
+                    None,
+                )?,
+                1 => take(
+                    genes,
+                    &UInt32Array::from(std::mem::take(&mut self.out_j)),
+                    None,
+                )?,
                 _ => Arc::new(Float64Array::from(std::mem::take(&mut self.out_tau))),
             });
         }
@@ -464,4 +487,3 @@ impl Drop for PairStream {
         self.metrics.baseline.done();
     }
 }
-

@@ -93,7 +93,7 @@ impl TableProvider for KendallTable {
             kernel: options.kernel.resolve(self.spec.samples.len()),
             tile_size: options.tile_size.max(1),
             partitions: config.execution.target_partitions.max(1),
-            batch_size: config.execution.batch_size.max(1),
+            batch_size: usize::from(config.execution.batch_size).max(1),
             predicate: predicate.map(Arc::new),
             limit,
         };

@@ -31,7 +31,10 @@ impl TableFunctionImpl for KendallAllPairs {
             return Err(usage(format!("got {} arguments", exprs.len())));
         }
         let path = string_arg(&exprs[0], "path")?;
-        let gene_column = exprs.get(1).map(|e| string_arg(e, "gene_column")).transpose()?;
+        let gene_column = exprs
+            .get(1)
+            .map(|e| string_arg(e, "gene_column"))
+            .transpose()?;
         let spec = input::inspect(&path, gene_column.as_deref())?;
         Ok(Arc::new(KendallTable::new(spec)))
     }

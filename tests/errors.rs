@@ -43,7 +43,10 @@ fn assert_contains(msg: &str, needles: &[&str]) {
 #[tokio::test]
 async fn missing_path_and_not_parquet() {
     let msg = error_of("SELECT * FROM kendall_all_pairs('no/such/file.parquet')").await;
-    assert_contains(&msg, &["kendall_all_pairs", "cannot open 'no/such/file.parquet'"]);
+    assert_contains(
+        &msg,
+        &["kendall_all_pairs", "cannot open 'no/such/file.parquet'"],
+    );
 
     let dir = tempfile::tempdir().unwrap();
     let text = dir.path().join("matrix.parquet");
@@ -95,7 +98,14 @@ async fn gene_column_problems() {
         good.display()
     ))
     .await;
-    assert_contains(&msg, &["gene column 'gene' not found", "good.parquet", "probe, s1, s2"]);
+    assert_contains(
+        &msg,
+        &[
+            "gene column 'gene' not found",
+            "good.parquet",
+            "probe, s1, s2",
+        ],
+    );
     let msg = error_of(&format!(
         "SELECT * FROM kendall_all_pairs('{}', 's1')",
         good.display()
@@ -118,7 +128,10 @@ async fn sample_column_problems() {
         ]),
     );
     let msg = error_for(&text_sample).await;
-    assert_contains(&msg, &["sample column 'label'", "text_sample.parquet", "Utf8"]);
+    assert_contains(
+        &msg,
+        &["sample column 'label'", "text_sample.parquet", "Utf8"],
+    );
 
     let one_sample = dir.path().join("one_sample.parquet");
     write_parquet(
@@ -129,7 +142,14 @@ async fn sample_column_problems() {
         ]),
     );
     let msg = error_for(&one_sample).await;
-    assert_contains(&msg, &["one_sample.parquet", "1 sample column", "at least 2 samples"]);
+    assert_contains(
+        &msg,
+        &[
+            "one_sample.parquet",
+            "1 sample column",
+            "at least 2 samples",
+        ],
+    );
 }
 
 #[tokio::test]
@@ -145,7 +165,10 @@ async fn gene_id_problems() {
         ]),
     );
     let msg = error_for(&dup).await;
-    assert_contains(&msg, &["duplicate gene id 'A'", "row 1", "row 3", "dup.parquet"]);
+    assert_contains(
+        &msg,
+        &["duplicate gene id 'A'", "row 1", "row 3", "dup.parquet"],
+    );
 
     let null_id = dir.path().join("null_id.parquet");
     write_parquet(
@@ -180,7 +203,13 @@ async fn value_problems() {
         let msg = error_for(&path).await;
         assert_contains(
             &msg,
-            &["gene 'TP53'", "row 2", what, "sample column 's2'", &format!("{name}.parquet")],
+            &[
+                "gene 'TP53'",
+                "row 2",
+                what,
+                "sample column 's2'",
+                &format!("{name}.parquet"),
+            ],
         );
     }
 }
@@ -214,22 +243,40 @@ async fn directories_and_integer_samples() {
     let dir = tempfile::tempdir().unwrap();
     let part = |ids: &[&str], a: &[i32], b: &[i64], c: &[f32]| {
         batch(vec![
-            ("gene", genes(&ids.iter().map(|s| Some(*s)).collect::<Vec<_>>())),
-            ("s1", Arc::new(Int32Array::from(a.to_vec())) as Arc<dyn Array>),
+            (
+                "gene",
+                genes(&ids.iter().map(|s| Some(*s)).collect::<Vec<_>>()),
+            ),
+            (
+                "s1",
+                Arc::new(Int32Array::from(a.to_vec())) as Arc<dyn Array>,
+            ),
             ("s2", Arc::new(Int64Array::from(b.to_vec()))),
             ("s3", Arc::new(Float32Array::from(c.to_vec()))),
         ])
     };
-    write_parquet(&dir.path().join("part-0.parquet"), &part(&["A", "B"], &[1, 2], &[1, 3], &[1.0, 4.0]));
-    write_parquet(&dir.path().join("part-1.parquet"), &part(&["C"], &[3], &[2], &[9.5]));
+    write_parquet(
+        &dir.path().join("part-0.parquet"),
+        &part(&["A", "B"], &[1, 2], &[1, 3], &[1.0, 4.0]),
+    );
+    write_parquet(
+        &dir.path().join("part-1.parquet"),
+        &part(&["C"], &[3], &[2], &[9.5]),
+    );
     std::fs::write(dir.path().join("_SUCCESS"), "").unwrap();
     let ctx = ctx(2);
     let rows = common::pairs(
         &ctx,
-        &format!("SELECT * FROM kendall_all_pairs('{}') ORDER BY gene_i, gene_j", dir.path().display()),
+        &format!(
+            "SELECT * FROM kendall_all_pairs('{}') ORDER BY gene_i, gene_j",
+            dir.path().display()
+        ),
     )
     .await;
-    let got: Vec<(&str, &str, f64)> = rows.iter().map(|p| (p.gene_i.as_str(), p.gene_j.as_str(), p.tau)).collect();
+    let got: Vec<(&str, &str, f64)> = rows
+        .iter()
+        .map(|p| (p.gene_i.as_str(), p.gene_j.as_str(), p.tau))
+        .collect();
     // A = (1,1,1), B = (2,3,4), C = (3,2,9.5): A-B and A-C have no pairs
     // of samples with a tie in A... A is constant, so tau-b is NaN.
     assert_eq!(got.len(), 3);
@@ -240,7 +287,10 @@ async fn directories_and_integer_samples() {
     // A file with another schema in the same directory is refused.
     write_parquet(
         &dir.path().join("part-2.parquet"),
-        &batch(vec![("gene", genes(&[Some("D")])), ("s1", floats(&[Some(1.0)]))]),
+        &batch(vec![
+            ("gene", genes(&[Some("D")])),
+            ("s1", floats(&[Some(1.0)])),
+        ]),
     );
     let msg = error_for(dir.path()).await;
     assert_contains(&msg, &["different schemas", "part-2.parquet"]);

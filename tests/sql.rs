@@ -118,28 +118,43 @@ async fn partitions_and_tile_sizes_do_not_change_results() {
     }
 }
 
+/// What a predicate should keep, evaluated in Rust.
+type Keep = Box<dyn Fn(f64) -> bool>;
+
 #[tokio::test]
 async fn tau_filters_are_pushed_down_and_exact() {
     let ctx = ctx(2);
     let all = pairs(&ctx, &format!("SELECT * FROM kendall_all_pairs('{TIES}')")).await;
-    let cases: Vec<(&str, Box<dyn Fn(f64) -> bool>)> = vec![
-        ("abs(tau) >= 0.5", Box::new(|t: f64| t.is_nan() || t.abs() >= 0.5)),
+    let cases: Vec<(&str, Keep)> = vec![
+        (
+            "abs(tau) >= 0.5",
+            Box::new(|t: f64| t.is_nan() || t.abs() >= 0.5),
+        ),
         ("tau > 0.6", Box::new(|t: f64| t.is_nan() || t > 0.6)),
         ("tau < -0.2", Box::new(|t: f64| t < -0.2)),
         ("tau <= 0.0", Box::new(|t: f64| t <= 0.0)),
-        ("tau BETWEEN 0.1 AND 0.3", Box::new(|t: f64| (0.1..=0.3).contains(&t))),
+        (
+            "tau BETWEEN 0.1 AND 0.3",
+            Box::new(|t: f64| (0.1..=0.3).contains(&t)),
+        ),
         (
             "tau < -0.3 OR tau > 0.5 AND tau < 0.7",
             Box::new(|t: f64| t < -0.3 || (t > 0.5 && t < 0.7)),
         ),
-        ("0.4 <= abs(tau)", Box::new(|t: f64| t.is_nan() || t.abs() >= 0.4)),
+        (
+            "0.4 <= abs(tau)",
+            Box::new(|t: f64| t.is_nan() || t.abs() >= 0.4),
+        ),
     ];
     for (predicate, keep) in cases {
         let sql = format!("SELECT * FROM kendall_all_pairs('{TIES}') WHERE {predicate}");
         let got = pairs(&ctx, &sql).await;
         let expected: Vec<&Pair> = all.iter().filter(|p| keep(p.tau)).collect();
         assert_eq!(got.len(), expected.len(), "{predicate}");
-        assert!(!got.is_empty(), "{predicate}: test data should keep some rows");
+        assert!(
+            !got.is_empty(),
+            "{predicate}: test data should keep some rows"
+        );
 
         let plan = run(&ctx, &format!("EXPLAIN {sql}")).await.unwrap();
         let plan = pretty_format_batches(&plan).unwrap().to_string();
@@ -165,11 +180,18 @@ async fn tau_filters_are_pushed_down_and_exact() {
 #[tokio::test]
 async fn limit_count_and_projection() {
     let ctx = ctx(4);
-    let rows = pairs(&ctx, &format!("SELECT * FROM kendall_all_pairs('{DEMO}') LIMIT 5")).await;
+    let rows = pairs(
+        &ctx,
+        &format!("SELECT * FROM kendall_all_pairs('{DEMO}') LIMIT 5"),
+    )
+    .await;
     assert_eq!(rows.len(), 5);
-    let batches = run(&ctx, &format!("SELECT count(*) AS c FROM kendall_all_pairs('{TIES}')"))
-        .await
-        .unwrap();
+    let batches = run(
+        &ctx,
+        &format!("SELECT count(*) AS c FROM kendall_all_pairs('{TIES}')"),
+    )
+    .await
+    .unwrap();
     let text = pretty_format_batches(&batches).unwrap().to_string();
     assert!(text.contains("| 1830 |"), "{text}");
     let batches = run(
@@ -184,11 +206,20 @@ async fn limit_count_and_projection() {
 #[tokio::test]
 async fn explain_and_explain_analyze_show_the_node_and_metrics() {
     let ctx = ctx(3);
-    let plan = run(&ctx, &format!("EXPLAIN SELECT * FROM kendall_all_pairs('{TIES}')"))
-        .await
-        .unwrap();
+    let plan = run(
+        &ctx,
+        &format!("EXPLAIN SELECT * FROM kendall_all_pairs('{TIES}')"),
+    )
+    .await
+    .unwrap();
     let plan = pretty_format_batches(&plan).unwrap().to_string();
-    for needle in ["KendallExec", "partitions=3", "tile_size=256", "kernel=naive", "variant=b"] {
+    for needle in [
+        "KendallExec",
+        "partitions=3",
+        "tile_size=256",
+        "kernel=naive",
+        "variant=b",
+    ] {
         assert!(plan.contains(needle), "{needle} missing:\n{plan}");
     }
     let plan = run(
@@ -198,7 +229,11 @@ async fn explain_and_explain_analyze_show_the_node_and_metrics() {
     .await
     .unwrap();
     let plan = pretty_format_batches(&plan).unwrap().to_string();
-    for needle in ["pairs_computed=1.83 K", "kernel_time=", "output_rows=1.83 K"] {
+    for needle in [
+        "pairs_computed=1.83 K",
+        "kernel_time=",
+        "output_rows=1.83 K",
+    ] {
         assert!(plan.contains(needle), "{needle} missing:\n{plan}");
     }
 }
@@ -237,13 +272,27 @@ async fn copy_network_to_parquet_and_csv() {
 #[tokio::test]
 async fn options_refuse_bad_values() {
     let ctx = ctx(1);
-    let err = run(&ctx, "SET kendall.kernel = 'fastest'").await.unwrap_err().to_string();
+    let err = run(&ctx, "SET kendall.kernel = 'fastest'")
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("kendall.kernel must be one of"), "{err}");
-    let err = run(&ctx, "SET kendall.variant = 'z'").await.unwrap_err().to_string();
+    let err = run(&ctx, "SET kendall.variant = 'z'")
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("kendall.variant must be"), "{err}");
     run(&ctx, "SET kendall.variant = 'A'").await.unwrap();
-    let plan = run(&ctx, &format!("EXPLAIN SELECT * FROM kendall_all_pairs('{TIES}')"))
-        .await
-        .unwrap();
-    assert!(pretty_format_batches(&plan).unwrap().to_string().contains("variant=a"));
+    let plan = run(
+        &ctx,
+        &format!("EXPLAIN SELECT * FROM kendall_all_pairs('{TIES}')"),
+    )
+    .await
+    .unwrap();
+    assert!(
+        pretty_format_batches(&plan)
+            .unwrap()
+            .to_string()
+            .contains("variant=a")
+    );
 }

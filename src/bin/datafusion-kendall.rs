@@ -93,11 +93,10 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> std::result::Result<Opt
             "-q" | "--quiet" => parsed.quiet = true,
             "-p" | "--partitions" => {
                 let v = value("--partitions")?;
-                let n = v
-                    .parse::<usize>()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| format!("--partitions must be a positive integer, got '{v}'"))?;
+                let n =
+                    v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                        format!("--partitions must be a positive integer, got '{v}'")
+                    })?;
                 parsed.partitions = Some(n);
             }
             "-h" | "--help" => return Ok(None),
@@ -128,7 +127,8 @@ async fn main() -> ExitCode {
     if let Some(p) = args.partitions {
         config = config.with_target_partitions(p);
     }
-    let ctx = SessionContext::new_with_config(config);
+    // Plain file paths work as table names (`SELECT * FROM 'net.parquet'`).
+    let ctx = SessionContext::new_with_config(config).enable_url_table();
     if let Err(e) = datafusion_kendall::register(&ctx) {
         eprintln!("Error: {e}");
         return ExitCode::FAILURE;
@@ -238,7 +238,14 @@ impl Shell {
         let mut lines = stdin.lock().lines();
         loop {
             if tty {
-                eprint!("{}", if buffer.is_empty() { "kendall> " } else { "      -> " });
+                eprint!(
+                    "{}",
+                    if buffer.is_empty() {
+                        "kendall> "
+                    } else {
+                        "      -> "
+                    }
+                );
             }
             let line = match lines.next() {
                 Some(Ok(line)) => line,
@@ -261,7 +268,11 @@ impl Shell {
         if !buffer.trim().is_empty() {
             failed |= self.report(&buffer).await;
         }
-        if failed && !tty { ExitCode::FAILURE } else { ExitCode::SUCCESS }
+        if failed && !tty {
+            ExitCode::FAILURE
+        } else {
+            ExitCode::SUCCESS
+        }
     }
 
     /// Runs `sql`, printing an error instead of returning it; true on error.
@@ -286,9 +297,18 @@ mod tests {
 
     #[test]
     fn parses_flags() {
-        let a = parse(&["-c", "SELECT 1", "--format=csv", "-q", "-f", "x.sql", "-p", "3"])
-            .unwrap()
-            .unwrap();
+        let a = parse(&[
+            "-c",
+            "SELECT 1",
+            "--format=csv",
+            "-q",
+            "-f",
+            "x.sql",
+            "-p",
+            "3",
+        ])
+        .unwrap()
+        .unwrap();
         assert_eq!(a.format, Format::Csv);
         assert!(a.quiet);
         assert_eq!(a.partitions, Some(3));

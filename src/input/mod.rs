@@ -220,9 +220,9 @@ pub fn load(spec: &InputSpec) -> Result<ExpressionMatrix> {
             let batch = batch.map_err(|e| data_error(format!("cannot read '{name}': {e}")))?;
             let rows = batch.num_rows();
             let column = |col: &str| {
-                batch.column_by_name(col).ok_or_else(|| {
-                    data_error(format!("column '{col}' missing from '{name}'"))
-                })
+                batch
+                    .column_by_name(col)
+                    .ok_or_else(|| data_error(format!("column '{col}' missing from '{name}'")))
             };
             let ids = cast(column(&spec.gene_column)?, &DataType::Utf8)?;
             let ids = ids.as_string::<i32>();

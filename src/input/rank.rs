@@ -123,11 +123,8 @@ mod tests {
 
     #[test]
     fn dense_ranks_and_ties() {
-        let m = RankedMatrix::from_values(
-            2,
-            5,
-            &[3.0, -0.0, 0.0, 3.0, 3.0, 5.0, 4.0, 3.0, 2.0, 1.0],
-        );
+        let m =
+            RankedMatrix::from_values(2, 5, &[3.0, -0.0, 0.0, 3.0, 3.0, 5.0, 4.0, 3.0, 2.0, 1.0]);
         assert_eq!(m.ranks(0), &[1, 0, 0, 1, 1]);
         assert_eq!(m.order(0), &[1, 2, 0, 3, 4]);
         assert_eq!(m.tie_pairs(0), 1 + 3);

@@ -15,7 +15,8 @@ pub fn ctx(partitions: usize) -> SessionContext {
     let config = datafusion_kendall::with_kendall_options(
         SessionConfig::new().with_target_partitions(partitions),
     );
-    let ctx = SessionContext::new_with_config(config);
+    // Plain file paths as table names, as datafusion-cli allows.
+    let ctx = SessionContext::new_with_config(config).enable_url_table();
     datafusion_kendall::register(&ctx).unwrap();
     ctx
 }

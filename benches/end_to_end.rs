@@ -1,0 +1,104 @@
+//! End-to-end throughput of `kendall_all_pairs` through SQL.
+//!
+//! ```text
+//! cargo bench --bench end_to_end -- FILE [FILE ...]
+//! ```
+//!
+//! For each file, kernel (naive, gse) and partition count (1, all cores):
+//! `SELECT count(*) FROM kendall_all_pairs(FILE)` — every pair computed, no
+//! row kept beyond the count — timed once, including reading and ranking
+//! the input. Prints pairs/s and the speed-up of all cores over one
+//! partition. Options: `--kernels naive,gse`,
+//! `--partitions 1,2`, `--tile-sizes 256` (comma lists).
+
+use std::time::Instant;
+
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+struct Args {
+    files: Vec<String>,
+    kernels: Vec<String>,
+    partitions: Vec<usize>,
+    tile_sizes: Vec<usize>,
+}
+
+fn list<T: std::str::FromStr>(s: &str) -> Vec<T> {
+    s.split(',').filter_map(|x| x.trim().parse().ok()).collect()
+}
+
+fn parse() -> Args {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut a = Args {
+        files: Vec::new(),
+        kernels: vec!["naive".into(), "gse".into()],
+        partitions: if cores > 1 { vec![1, cores] } else { vec![1] },
+        tile_sizes: vec![datafusion_kendall::options::DEFAULT_TILE_SIZE],
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--bench" => {}
+            "--kernels" => a.kernels = list(&it.next().unwrap_or_default()),
+            "--partitions" => a.partitions = list(&it.next().unwrap_or_default()),
+            "--tile-sizes" => a.tile_sizes = list(&it.next().unwrap_or_default()),
+            file => a.files.push(file.to_string()),
+        }
+    }
+    if a.files.is_empty() {
+        a.files.push("data/demo_expression.parquet".into());
+    }
+    a
+}
+
+async fn count(ctx: &SessionContext, file: &str) -> (u64, f64) {
+    let started = Instant::now();
+    let batches = ctx
+        .sql(&format!("SELECT count(*) FROM kendall_all_pairs('{file}')"))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let secs = started.elapsed().as_secs_f64();
+    let c = batches[0]
+        .column(0)
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::Int64Array>()
+        .unwrap()
+        .value(0);
+    (c as u64, secs)
+}
+
+#[tokio::main]
+async fn main() {
+    let args = parse();
+    println!("| file | kernel | tile | partitions | pairs | seconds | pairs/s | vs 1 partition |");
+    println!("|:---|:---|---:|---:|---:|---:|---:|---:|");
+    for file in &args.files {
+        for kernel in &args.kernels {
+            for &tile in &args.tile_sizes {
+                let mut single = None;
+                for &p in &args.partitions {
+                    let config = datafusion_kendall::with_kendall_options(
+                        SessionConfig::new().with_target_partitions(p),
+                    );
+                    let ctx = SessionContext::new_with_config(config);
+                    datafusion_kendall::register(&ctx).unwrap();
+                    for set in [
+                        format!("SET kendall.kernel = '{kernel}'"),
+                        format!("SET kendall.tile_size = {tile}"),
+                    ] {
+                        ctx.sql(&set).await.unwrap().collect().await.unwrap();
+                    }
+                    let (pairs, secs) = count(&ctx, file).await;
+                    let rate = pairs as f64 / secs;
+                    let base = *single.get_or_insert(rate);
+                    println!(
+                        "| {file} | {kernel} | {tile} | {p} | {pairs} | {secs:.3} | {rate:.3e} | {:.2}x |",
+                        rate / base
+                    );
+                }
+            }
+        }
+    }
+}
