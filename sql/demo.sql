@@ -1,5 +1,5 @@
 -- A first look at the demo matrix: 2,000 probe sets x 57 bladder samples.
--- Run: cargo run --release -- -f sql/demo.sql
+-- Run: cargo run -- -f sql/demo.sql
 SELECT * FROM kendall_all_pairs('data/demo_expression.parquet') LIMIT 5;
 
 -- How many of the 1,999,000 pairs are strongly co-expressed?

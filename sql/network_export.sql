@@ -1,5 +1,5 @@
 -- Export a thresholded co-expression network of the demo matrix.
--- Run: cargo run --release -- -f sql/network_export.sql
+-- Run: cargo run -- -f sql/network_export.sql
 -- Writes network.parquet and network.csv in the current directory.
 COPY (
   SELECT gene_i, gene_j, tau

@@ -1,5 +1,5 @@
 -- Session options: coefficient variant, kernel and tile size.
--- Run: cargo run --release -- -f sql/options.sql
+-- Run: cargo run -- -f sql/options.sql
 SET kendall.variant = 'a';       -- tau-a; 'b' (tau-b) is the default
 SET kendall.kernel = 'gse';      -- auto | naive | gse
 SET kendall.tile_size = 128;     -- genes per tile edge

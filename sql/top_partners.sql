@@ -1,5 +1,5 @@
 -- The 20 strongest partners of one probe set (gene), by |tau|.
--- Run: cargo run --release -- -f sql/top_partners.sql
+-- Run: cargo run -- -f sql/top_partners.sql
 SELECT CASE WHEN gene_i = '201012_at' THEN gene_j ELSE gene_i END AS partner,
        tau
 FROM kendall_all_pairs('data/demo_expression.parquet')

@@ -296,3 +296,30 @@ async fn options_refuse_bad_values() {
             .contains("variant=a")
     );
 }
+
+#[tokio::test]
+async fn limit_stops_the_computation_early() {
+    let ctx = ctx(2);
+    let plan = run(
+        &ctx,
+        &format!("EXPLAIN ANALYZE SELECT * FROM kendall_all_pairs('{DEMO}') LIMIT 5"),
+    )
+    .await
+    .unwrap();
+    let plan = pretty_format_batches(&plan).unwrap().to_string();
+    let field = plan
+        .split("pairs_computed=")
+        .nth(1)
+        .and_then(|s| s.split([',', ']']).next())
+        .unwrap_or_else(|| panic!("no pairs_computed in:\n{plan}"));
+    // Counts print as "5", "8.19 K" or "2.00 M".
+    let (number, scale) = match field.split_once(' ') {
+        Some((x, "K")) => (x, 1e3),
+        Some((x, "M")) => (x, 1e6),
+        Some((x, _)) => (x, f64::INFINITY),
+        None => (field, 1.0),
+    };
+    let pairs = number.parse::<f64>().unwrap() * scale;
+    // At most one poll's worth of pairs per partition, far from the 1,999,000 pairs.
+    assert!(pairs <= 20_000.0, "computed {pairs} pairs for LIMIT 5:\n{plan}");
+}
