@@ -13,8 +13,12 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use std::sync::Arc;
+
 use datafusion_kendall::input::RankedMatrix;
-use datafusion_kendall::kernel::{KernelKind, PairKernel};
+use datafusion_kendall::kernel::bitset::BitPlanes;
+use datafusion_kendall::kernel::isa::Isa;
+use datafusion_kendall::kernel::{KernelKind, PairKernel, PairNumerator};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

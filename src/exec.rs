@@ -39,7 +39,9 @@ use tokio::sync::OnceCell;
 
 use crate::filter::TauPredicate;
 use crate::input::{self, InputSpec, RankedMatrix};
-use crate::kernel::{KernelKind, PairKernel, Variant, tau};
+use crate::kernel::bitset::BitPlanes;
+use crate::kernel::isa::Isa;
+use crate::kernel::{KernelKind, PairKernel, PairNumerator, Variant, tau};
 use crate::table::output_schema;
 use crate::tiles::TileGrid;
 
@@ -53,6 +55,8 @@ pub struct ScanConfig {
     pub variant: Variant,
     /// The kernel (`auto` already resolved).
     pub kernel: KernelKind,
+    /// Instruction set of the SIMD kernels.
+    pub isa: Isa,
     /// Tile edge in genes.
     pub tile_size: usize,
     /// Number of output partitions.
@@ -70,6 +74,8 @@ pub struct ScanConfig {
 struct Prepared {
     genes: StringArray,
     matrix: RankedMatrix,
+    /// Bit-planes, for the bitset kernel only.
+    planes: Option<Arc<BitPlanes>>,
     grid: TileGrid,
     ranges: Vec<Range<u64>>,
 }
@@ -122,11 +128,14 @@ fn prepare(spec: &InputSpec, config: &ScanConfig) -> Result<Prepared> {
     let loaded = input::load(spec)?;
     let genes = loaded.genes.len();
     let matrix = RankedMatrix::from_values(genes, loaded.samples.len(), &loaded.values);
+    drop(loaded.values);
+    let planes = (config.kernel == KernelKind::Bitset).then(|| Arc::new(BitPlanes::build(&matrix)));
     let grid = TileGrid::new(genes, config.tile_size);
     let ranges = grid.balanced_ranges(config.partitions);
     Ok(Prepared {
         genes: loaded.genes,
         matrix,
+        planes,
         grid,
         ranges,
     })
@@ -144,14 +153,18 @@ impl DisplayAs for KendallExec {
         }
         write!(
             f,
-            "path{eq}{}{sep}samples{eq}{}{sep}partitions{eq}{}{sep}tile_size{eq}{}{sep}kernel{eq}{}{sep}variant{eq}{}",
+            "path{eq}{}{sep}genes{eq}{}{sep}samples{eq}{}{sep}partitions{eq}{}{sep}tile_size{eq}{}{sep}kernel{eq}{}",
             self.spec.path,
+            self.spec.genes,
             self.spec.samples.len(),
             c.partitions,
             c.tile_size,
             c.kernel,
-            c.variant
         )?;
+        if c.kernel == KernelKind::Bitset {
+            write!(f, "{sep}simd{eq}{}", c.isa)?;
+        }
+        write!(f, "{sep}variant{eq}{}", c.variant)?;
         if let Some(p) = &c.predicate {
             write!(f, "{sep}filter{eq}{p}")?;
         }
@@ -231,14 +244,14 @@ impl ExecutionPlan for KendallExec {
                     }
                 })
                 .await?;
-            Ok::<_, DataFusionError>(PairStream::new(
+            PairStream::try_new(
                 Arc::clone(prepared),
                 partition,
                 &config,
                 projection,
                 stream_schema,
                 metrics,
-            ))
+            )
         };
         let stream = futures::stream::once(start).try_flatten();
         Ok(make_cooperative(Box::pin(RecordBatchStreamAdapter::new(
@@ -265,21 +278,66 @@ impl StreamMetrics {
     }
 }
 
-/// Position inside the tile being computed.
+/// Rows of a tile computed per kernel call (the bitset kernel's register block).
+const BLOCK_ROWS: usize = 4;
+
+/// Walks a partition's tiles in blocks of [`BLOCK_ROWS`] rows × `block_cols` columns.
 #[derive(Debug)]
-struct Cursor {
+struct BlockCursor {
+    tiles: Range<u64>,
     rows: Range<usize>,
     cols: Range<usize>,
-    diagonal: bool,
     i: usize,
     j: usize,
+    block_cols: usize,
+}
+
+impl BlockCursor {
+    fn new(tiles: Range<u64>, block_cols: usize) -> Self {
+        Self {
+            tiles,
+            rows: 0..0,
+            cols: 0..0,
+            i: 0,
+            j: 0,
+            block_cols,
+        }
+    }
+
+    /// The next block (rows, columns) of the partition, or `None` at its end.
+    fn next_block(&mut self, grid: &TileGrid) -> Option<(Range<usize>, Range<usize>)> {
+        loop {
+            // Diagonal tiles hold only j > i: start each row group's columns there.
+            let first_col = self.cols.start.max(self.i + 1);
+            if self.j < first_col {
+                self.j = first_col;
+            }
+            if self.i < self.rows.end && self.j < self.cols.end {
+                let rows = self.i..(self.i + BLOCK_ROWS).min(self.rows.end);
+                let cols = self.j..(self.j + self.block_cols).min(self.cols.end);
+                self.j = cols.end;
+                return Some((rows, cols));
+            }
+            if self.i < self.rows.end {
+                self.i = (self.i + BLOCK_ROWS).min(self.rows.end);
+                self.j = 0;
+                continue;
+            }
+            let tile = self.tiles.next()?;
+            self.rows = grid.rows(tile);
+            self.cols = grid.cols(tile);
+            self.i = self.rows.start;
+            self.j = 0;
+        }
+    }
 }
 
 /// The batch stream of one partition.
 struct PairStream {
     prepared: Arc<Prepared>,
-    tiles: Range<u64>,
-    cursor: Option<Cursor>,
+    cursor: BlockCursor,
+    /// The partition's blocks are all computed.
+    exhausted: bool,
     kernel: PairKernel,
     variant: Variant,
     predicate: Option<Arc<TauPredicate>>,
@@ -287,8 +345,9 @@ struct PairStream {
     remaining: Option<usize>,
     projection: Vec<usize>,
     schema: SchemaRef,
-    /// Pairs computed between clock reads.
-    check_every: u32,
+    /// Numerators of the last block, not yet turned into rows.
+    pending: Vec<PairNumerator>,
+    pending_pos: usize,
     out_i: Vec<u32>,
     out_j: Vec<u32>,
     out_tau: Vec<f64>,
@@ -296,36 +355,38 @@ struct PairStream {
 }
 
 impl PairStream {
-    fn new(
+    fn try_new(
         prepared: Arc<Prepared>,
         partition: usize,
         config: &ScanConfig,
         projection: Vec<usize>,
         schema: SchemaRef,
         metrics: StreamMetrics,
-    ) -> Self {
+    ) -> Result<Self> {
         let samples = prepared.matrix.samples();
         let tiles = prepared.ranges[partition].clone();
-        // Aim for ~2^22 elementary steps between clock reads.
-        let work = (samples * samples).max(1);
-        let check_every = (1usize << 22).div_ceil(work).clamp(1, 256) as u32;
-        Self {
-            kernel: PairKernel::new(config.kernel, samples),
+        // Keep a block near 2^24 elementary steps (n² per pair for the
+        // naive kernel, less for the others), so a poll never overruns its
+        // budget by much.
+        let block_cols = ((1usize << 24) / (samples * samples).max(1)).clamp(1, 1024);
+        Ok(Self {
+            kernel: PairKernel::new(config.kernel, samples, config.isa, prepared.planes.clone())?,
+            cursor: BlockCursor::new(tiles, block_cols),
             prepared,
-            tiles,
-            cursor: None,
+            exhausted: false,
             variant: config.variant,
             predicate: config.predicate.clone(),
             batch_size: config.batch_size,
             remaining: config.limit,
             projection,
             schema,
-            check_every,
+            pending: Vec::new(),
+            pending_pos: 0,
             out_i: Vec::new(),
             out_j: Vec::new(),
             out_tau: Vec::new(),
             metrics,
-        }
+        })
     }
 
     /// Rows this batch may still take.
@@ -334,7 +395,7 @@ impl PairStream {
     }
 
     fn finished(&self) -> bool {
-        self.remaining == Some(0) || (self.cursor.is_none() && self.tiles.is_empty())
+        self.remaining == Some(0) || (self.exhausted && self.pending_pos >= self.pending.len())
     }
 
     /// Computes pairs until the batch is full, the partition is done, or the
@@ -345,72 +406,34 @@ impl PairStream {
         let prepared = Arc::clone(&self.prepared);
         let m = &prepared.matrix;
         let n0 = m.n0();
-        let mut pairs = 0u64;
-        let mut since_check = 0u32;
-        'tiles: while self.out_tau.len() < capacity {
-            let cursor = match &mut self.cursor {
-                Some(c) => c,
-                None => {
-                    if self.tiles.is_empty() {
-                        break;
-                    }
-                    let tile = self.tiles.start;
-                    self.tiles.start += 1;
-                    let (rows, cols) = (prepared.grid.rows(tile), prepared.grid.cols(tile));
-                    let (y, x) = prepared.grid.coords(tile);
-                    let diagonal = y == x;
-                    let (i, j) = (
-                        rows.start,
-                        if diagonal { rows.start + 1 } else { cols.start },
-                    );
-                    self.cursor.insert(Cursor {
-                        rows,
-                        cols,
-                        diagonal,
-                        i,
-                        j,
-                    })
+        loop {
+            while self.pending_pos < self.pending.len() {
+                if self.out_tau.len() >= capacity {
+                    return;
                 }
-            };
-            while cursor.i < cursor.rows.end {
-                let i = cursor.i;
-                let n1 = m.tie_pairs(i);
-                while cursor.j < cursor.cols.end {
-                    let j = cursor.j;
-                    cursor.j += 1;
-                    let s = self.kernel.numerator(m, i, j);
-                    let t = tau(self.variant, s, n0, n1, m.tie_pairs(j));
-                    pairs += 1;
-                    if self.predicate.as_ref().is_none_or(|p| p.eval(t)) {
-                        self.out_i.push(i as u32);
-                        self.out_j.push(j as u32);
-                        self.out_tau.push(t);
-                        if self.out_tau.len() >= capacity {
-                            break 'tiles;
-                        }
-                    }
-                    since_check += 1;
-                    if since_check >= self.check_every {
-                        since_check = 0;
-                        if Instant::now() >= deadline {
-                            break 'tiles;
-                        }
-                    }
+                let p = self.pending[self.pending_pos];
+                self.pending_pos += 1;
+                let (i, j) = (p.i as usize, p.j as usize);
+                let t = tau(self.variant, p.s, n0, m.tie_pairs(i), m.tie_pairs(j));
+                if self.predicate.as_ref().is_none_or(|pred| pred.eval(t)) {
+                    self.out_i.push(p.i);
+                    self.out_j.push(p.j);
+                    self.out_tau.push(t);
                 }
-                cursor.i += 1;
-                cursor.j = if cursor.diagonal {
-                    cursor.i + 1
-                } else {
-                    cursor.cols.start
-                };
             }
-            self.cursor = None;
+            if self.out_tau.len() >= capacity || self.exhausted || Instant::now() >= deadline {
+                return;
+            }
+            self.pending.clear();
+            self.pending_pos = 0;
+            match self.cursor.next_block(&prepared.grid) {
+                Some((rows, cols)) => {
+                    self.kernel.block(m, rows, cols, &mut self.pending);
+                    self.metrics.pairs.add(self.pending.len());
+                }
+                None => self.exhausted = true,
+            }
         }
-        // A cursor that ran off its last row is finished.
-        if self.cursor.as_ref().is_some_and(|c| c.i >= c.rows.end) {
-            self.cursor = None;
-        }
-        self.metrics.pairs.add(pairs as usize);
     }
 
     /// Turns the collected rows into a batch of the projected columns.

@@ -3,6 +3,7 @@
 use datafusion::common::config::ConfigExtension;
 use datafusion::common::extensions_options;
 
+use crate::kernel::isa::SimdChoice;
 use crate::kernel::{KernelChoice, Variant};
 
 /// Default edge of a tile, in genes. Chosen with the `tile_size` benchmark
@@ -12,6 +13,9 @@ use crate::kernel::{KernelChoice, Variant};
 /// already at a few thousand genes.
 pub const DEFAULT_TILE_SIZE: usize = 256;
 
+/// Default of `kendall.memory_limit`: 4 GiB.
+pub const DEFAULT_MEMORY_LIMIT: usize = 4 << 30;
+
 extensions_options! {
     /// Options of `kendall_all_pairs`, read when a query is planned.
     ///
@@ -20,10 +24,14 @@ extensions_options! {
     pub struct KendallOptions {
         /// Coefficient: 'b' (tau-b, tie-corrected, the default) or 'a' (tau-a).
         pub variant: Variant, default = Variant::B
-        /// Kernel: 'auto' (the fastest for the data), 'naive' or 'gse'.
+        /// Kernel: 'auto' (the fastest for the data), 'naive', 'gse' or 'bitset'.
         pub kernel: KernelChoice, default = KernelChoice::Auto
+        /// Instruction set of the SIMD kernels: 'auto', 'avx512', 'avx2' or 'scalar'.
+        pub simd: SimdChoice, default = SimdChoice::Auto
         /// Edge of a square tile of the gene × gene job matrix, in genes.
         pub tile_size: usize, default = DEFAULT_TILE_SIZE
+        /// Bytes the per-query kernel data (the bit-planes) may take.
+        pub memory_limit: usize, default = DEFAULT_MEMORY_LIMIT
     }
 }
 

@@ -5,13 +5,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::plan_err;
 use datafusion::error::Result;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::exec::{KendallExec, ScanConfig};
 use crate::filter::{TAU, TauPredicate};
-use crate::input::InputSpec;
+use crate::input::{FN_NAME, InputSpec};
+use crate::kernel::{KernelKind, bitset};
 use crate::options::KendallOptions;
 
 /// The output schema: `gene_i`, `gene_j` (non-null strings) and `tau` (Float64).
@@ -88,9 +90,21 @@ impl TableProvider for KendallTable {
             .iter()
             .filter_map(TauPredicate::from_expr)
             .reduce(TauPredicate::and);
+        let (genes, samples) = (self.spec.genes, self.spec.samples.len());
+        let memory_limit = options.memory_limit as u64;
+        let kernel = options.kernel.resolve(genes, samples, memory_limit);
+        let planes = bitset::plane_bytes(genes, samples);
+        if kernel == KernelKind::Bitset && planes > memory_limit {
+            return plan_err!(
+                "{FN_NAME}: the bitset kernel needs {planes} bytes of bit-planes for {genes} genes x \
+                 {samples} samples, over kendall.memory_limit = {memory_limit}; raise the limit or \
+                 SET kendall.kernel = 'auto'"
+            );
+        }
         let scan = ScanConfig {
             variant: options.variant,
-            kernel: options.kernel.resolve(self.spec.samples.len()),
+            kernel,
+            isa: options.simd.resolve()?,
             tile_size: options.tile_size.max(1),
             partitions: config.execution.target_partitions.max(1),
             batch_size: usize::from(config.execution.batch_size).max(1),

@@ -1,8 +1,12 @@
 //! Every kernel against the naive oracle, on random inputs with and without
 //! ties, n from 2 to 2,000.
 
+use std::sync::Arc;
+
 use datafusion_kendall::input::RankedMatrix;
-use datafusion_kendall::kernel::{KernelKind, PairKernel, naive, pair_count};
+use datafusion_kendall::kernel::bitset::BitPlanes;
+use datafusion_kendall::kernel::isa::Isa;
+use datafusion_kendall::kernel::{KernelKind, PairKernel, PairNumerator, naive, pair_count};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
@@ -30,23 +34,51 @@ fn s_from_values(x: &[f64], y: &[f64]) -> i64 {
     s
 }
 
+/// Every kernel on every available instruction set.
+fn all_kernels(m: &RankedMatrix) -> Vec<PairKernel> {
+    let n = m.samples();
+    let planes = Arc::new(BitPlanes::build(m));
+    let mut kernels = vec![
+        PairKernel::new(KernelKind::Naive, n, Isa::Scalar, None).unwrap(),
+        PairKernel::new(KernelKind::Gse, n, Isa::Scalar, None).unwrap(),
+    ];
+    for isa in Isa::ALL.into_iter().filter(|isa| isa.is_available()) {
+        kernels
+            .push(PairKernel::new(KernelKind::Bitset, n, isa, Some(Arc::clone(&planes))).unwrap());
+    }
+    kernels
+}
+
 fn check_all_kernels(values: &[f64], genes: usize, n: usize, what: &str) {
     let m = RankedMatrix::from_values(genes, n, values);
-    let mut gse = PairKernel::new(KernelKind::Gse, n);
-    let mut nv = PairKernel::new(KernelKind::Naive, n);
-    for i in 0..genes {
-        for j in 0..genes {
-            if i == j {
-                continue;
+    let oracle = |i: usize, j: usize| naive::numerator(m.ranks(i), m.ranks(j));
+    for (k, mut kernel) in all_kernels(&m).into_iter().enumerate() {
+        // Single pairs, both argument orders.
+        for i in 0..genes {
+            for j in 0..genes {
+                if i != j {
+                    let s = kernel.numerator(&m, i, j);
+                    assert_eq!(
+                        s,
+                        oracle(i, j),
+                        "kernel #{k} {:?}: {what}, n={n}, genes {i},{j}",
+                        kernel.kind()
+                    );
+                    assert!(s.unsigned_abs() <= pair_count(n));
+                }
             }
-            let oracle = naive::numerator(m.ranks(i), m.ranks(j));
-            assert_eq!(nv.numerator(&m, i, j), oracle);
+        }
+        // Blocks: every pair j > i exactly once.
+        let mut out: Vec<PairNumerator> = Vec::new();
+        kernel.block(&m, 0..genes, 0..genes, &mut out);
+        assert_eq!(out.len(), genes * (genes - 1) / 2, "kernel #{k}");
+        for p in out {
+            assert!(p.i < p.j);
             assert_eq!(
-                gse.numerator(&m, i, j),
-                oracle,
-                "gse vs naive: {what}, n={n}, genes {i},{j}"
+                p.s,
+                oracle(p.i as usize, p.j as usize),
+                "kernel #{k} block: {what}, n={n}"
             );
-            assert!(oracle.unsigned_abs() <= pair_count(n));
         }
     }
 }

@@ -31,7 +31,7 @@ fn assert_matches_reference(got: &[Pair], expected: &[Pair], tol: f64) {
 #[tokio::test]
 async fn tau_b_matches_scipy_on_real_data_with_ties() {
     let expected = reference("tests/data/bladder_ties_reference.csv");
-    for kernel in ["naive", "gse", "auto"] {
+    for kernel in ["naive", "gse", "bitset", "auto"] {
         let ctx = ctx(3);
         let got = pairs(
             &ctx,
@@ -45,7 +45,7 @@ async fn tau_b_matches_scipy_on_real_data_with_ties() {
 #[tokio::test]
 async fn tau_a_matches_exact_reference() {
     let expected = reference("tests/data/bladder_ties_reference_a.csv");
-    for kernel in ["naive", "gse"] {
+    for kernel in ["naive", "gse", "bitset"] {
         let ctx = ctx(2);
         let got = pairs(
             &ctx,
@@ -217,7 +217,8 @@ async fn explain_and_explain_analyze_show_the_node_and_metrics() {
         "KendallExec",
         "partitions=3",
         "tile_size=256",
-        "kernel=naive",
+        "kernel=bitset",
+        "genes=61",
         "variant=b",
     ] {
         assert!(plan.contains(needle), "{needle} missing:\n{plan}");
@@ -321,5 +322,77 @@ async fn limit_stops_the_computation_early() {
     };
     let pairs = number.parse::<f64>().unwrap() * scale;
     // At most one poll's worth of pairs per partition, far from the 1,999,000 pairs.
-    assert!(pairs <= 20_000.0, "computed {pairs} pairs for LIMIT 5:\n{plan}");
+    assert!(
+        pairs <= 20_000.0,
+        "computed {pairs} pairs for LIMIT 5:\n{plan}"
+    );
+}
+
+#[tokio::test]
+async fn every_instruction_set_gives_identical_bits() {
+    let mut baseline: Option<Vec<(String, String, u64)>> = None;
+    for simd in ["scalar", "avx2", "avx512"] {
+        let ctx = ctx(2);
+        let set = format!("SET kendall.kernel = 'bitset'; SET kendall.simd = '{simd}'");
+        if let Err(e) = run(
+            &ctx,
+            &format!("{set}; EXPLAIN SELECT * FROM kendall_all_pairs('{TIES}')"),
+        )
+        .await
+        {
+            // Refused only where this CPU lacks the instruction set.
+            let msg = e.to_string();
+            assert!(msg.contains("does not support"), "{msg}");
+            continue;
+        }
+        let rows = pairs(
+            &ctx,
+            &format!("{set}; SELECT * FROM kendall_all_pairs('{TIES}')"),
+        )
+        .await;
+        let mut bits: Vec<_> = rows
+            .into_iter()
+            .map(|p| (p.gene_i, p.gene_j, p.tau.to_bits()))
+            .collect();
+        bits.sort();
+        match &baseline {
+            None => baseline = Some(bits),
+            Some(b) => assert_eq!(&bits, b, "simd={simd}"),
+        }
+    }
+    assert!(baseline.is_some());
+    let err = run(&ctx(1), "SET kendall.simd = 'neon'")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("kendall.simd must be one of"), "{err}");
+}
+
+#[tokio::test]
+async fn bitset_respects_the_memory_limit() {
+    let ctx = ctx(1);
+    // auto falls back to a sorting kernel ...
+    let plan = run(
+        &ctx,
+        &format!(
+            "SET kendall.memory_limit = 1000; EXPLAIN SELECT * FROM kendall_all_pairs('{TIES}')"
+        ),
+    )
+    .await
+    .unwrap();
+    assert!(
+        pretty_format_batches(&plan)
+            .unwrap()
+            .to_string()
+            .contains("kernel=naive")
+    );
+    // ... and a forced bitset is refused with the numbers.
+    let err = run(
+        &ctx,
+        &format!("SET kendall.kernel = 'bitset'; SELECT * FROM kendall_all_pairs('{TIES}')"),
+    )
+    .await
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("kendall.memory_limit = 1000"), "{err}");
 }

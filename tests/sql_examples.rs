@@ -51,7 +51,10 @@ async fn sql_examples_run() {
         "KendallExec",
         "pairs_computed=2.00 M",
     ] {
-        assert!(outputs.contains(needle), "'{needle}' missing from:\n{outputs}");
+        assert!(
+            outputs.contains(needle),
+            "'{needle}' missing from:\n{outputs}"
+        );
     }
     assert!(scratch.path().join("network.parquet").exists());
     assert!(scratch.path().join("network.csv").exists());

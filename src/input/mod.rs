@@ -46,6 +46,8 @@ pub struct InputSpec {
     pub gene_column: String,
     /// Names of the sample columns, in file order.
     pub samples: Vec<String>,
+    /// Number of genes (rows), from the Parquet metadata.
+    pub genes: usize,
 }
 
 /// Checks `path` and its schema; picks the gene column and the sample columns.
@@ -70,6 +72,11 @@ pub fn inspect(path: &str, gene_column: Option<&str>) -> Result<InputSpec> {
                 describe(&s)
             )));
         }
+    }
+    let mut genes = 0usize;
+    for f in &files {
+        genes +=
+            usize::try_from(open_parquet(f)?.metadata().file_metadata().num_rows()).unwrap_or(0);
     }
     let file = files[0].display().to_string();
     let is_string = |dt: &DataType| {
@@ -141,6 +148,7 @@ pub fn inspect(path: &str, gene_column: Option<&str>) -> Result<InputSpec> {
         files,
         gene_column: gene_field.name().clone(),
         samples,
+        genes,
     })
 }
 

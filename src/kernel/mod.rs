@@ -8,16 +8,23 @@
 //! [`RankedMatrix`](crate::input::RankedMatrix), never per pair; only the
 //! final division into tau is floating point.
 
+pub mod bitset;
 pub mod gse;
+pub mod isa;
 pub mod naive;
 
 use std::fmt;
 use std::str::FromStr;
 
+use std::ops::Range;
+use std::sync::Arc;
+
 use datafusion::common::config::{ConfigField, Visit};
 use datafusion::error::{DataFusionError, Result};
 
 use crate::input::RankedMatrix;
+use bitset::{BitPlanes, Bitset};
+use isa::Isa;
 
 /// Which Kendall coefficient to report (`SET kendall.variant = 'a' | 'b'`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -40,6 +47,8 @@ pub enum KernelChoice {
     Naive,
     /// Knight's merge sort with exact tie handling, O(n log n).
     Gse,
+    /// Bit-planes and popcounts, O(n²/64) word operations, no branches.
+    Bitset,
 }
 
 /// A concrete kernel, after `auto` has been resolved.
@@ -49,18 +58,33 @@ pub enum KernelKind {
     Naive,
     /// [`gse::Gse`].
     Gse,
+    /// [`bitset::Bitset`].
+    Bitset,
 }
 
 /// Below this many samples the branch-free naive loop beats the merge sort
 /// (measured with `cargo bench --bench kernels`; see README "Kernels").
 pub const NAIVE_MAX_SAMPLES: usize = 96;
 
+/// Above this many samples the merge sort beats the bit-planes (measured
+/// with `cargo bench --bench kernels`; see README "Kernels").
+pub const BITSET_MAX_SAMPLES: usize = 20_000;
+
 impl KernelChoice {
-    /// Resolves `auto` to a concrete kernel for vectors of `samples` values.
-    pub fn resolve(self, samples: usize) -> KernelKind {
+    /// Resolves `auto` to a concrete kernel for `genes` genes of `samples`
+    /// values: the bit-plane kernel while its planes fit in `memory_limit`
+    /// bytes and n is below its crossover, else naive or GSE by n.
+    pub fn resolve(self, genes: usize, samples: usize, memory_limit: u64) -> KernelKind {
         match self {
             KernelChoice::Naive => KernelKind::Naive,
             KernelChoice::Gse => KernelKind::Gse,
+            KernelChoice::Bitset => KernelKind::Bitset,
+            KernelChoice::Auto
+                if samples <= BITSET_MAX_SAMPLES
+                    && bitset::plane_bytes(genes, samples) <= memory_limit =>
+            {
+                KernelKind::Bitset
+            }
             KernelChoice::Auto if samples <= NAIVE_MAX_SAMPLES => KernelKind::Naive,
             KernelChoice::Auto => KernelKind::Gse,
         }
@@ -95,6 +119,7 @@ impl fmt::Display for KernelChoice {
             KernelChoice::Auto => "auto",
             KernelChoice::Naive => "naive",
             KernelChoice::Gse => "gse",
+            KernelChoice::Bitset => "bitset",
         })
     }
 }
@@ -106,8 +131,9 @@ impl FromStr for KernelChoice {
             "auto" => Ok(KernelChoice::Auto),
             "naive" => Ok(KernelChoice::Naive),
             "gse" => Ok(KernelChoice::Gse),
+            "bitset" => Ok(KernelChoice::Bitset),
             other => Err(DataFusionError::Configuration(format!(
-                "kendall.kernel must be one of 'auto', 'naive', 'gse', got '{other}'"
+                "kendall.kernel must be one of 'auto', 'naive', 'gse', 'bitset', got '{other}'"
             ))),
         }
     }
@@ -118,6 +144,7 @@ impl fmt::Display for KernelKind {
         f.write_str(match self {
             KernelKind::Naive => "naive",
             KernelKind::Gse => "gse",
+            KernelKind::Bitset => "bitset",
         })
     }
 }
@@ -144,6 +171,7 @@ macro_rules! enum_config_field {
 }
 enum_config_field!(Variant);
 enum_config_field!(KernelChoice);
+enum_config_field!(isa::SimdChoice);
 
 /// Number of sample pairs, `n0 = n(n-1)/2`.
 pub fn pair_count(samples: usize) -> u64 {
@@ -166,7 +194,9 @@ pub fn tau(variant: Variant, s: i64, n0: u64, n1: u64, n2: u64) -> f64 {
                 return f64::NAN;
             }
             let product = u128::from(a) * u128::from(b);
-            let denom = if product < (1u128 << 53) {
+            let denom = if a == b {
+                a as f64
+            } else if product < (1u128 << 53) {
                 (product as f64).sqrt()
             } else {
                 (a as f64).sqrt() * (b as f64).sqrt()
@@ -176,21 +206,49 @@ pub fn tau(variant: Variant, s: i64, n0: u64, n1: u64, n2: u64) -> f64 {
     }
 }
 
+/// The numerator of one gene pair, as kernels report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PairNumerator {
+    /// Index of the first gene (input order).
+    pub i: u32,
+    /// Index of the second gene, `j > i`.
+    pub j: u32,
+    /// `S = nc - nd`.
+    pub s: i64,
+}
+
 /// A kernel instance with its scratch buffers; one per output stream.
 #[derive(Debug)]
 pub struct PairKernel {
     kind: KernelKind,
     gse: gse::Gse,
+    bitset: Option<Bitset>,
 }
 
 impl PairKernel {
-    /// A kernel of `kind` for vectors of `samples` values.
-    pub fn new(kind: KernelKind, samples: usize) -> Self {
+    /// A kernel of `kind` for vectors of `samples` values. The bit-plane
+    /// kernel needs the `planes` of the matrix and an available `isa`.
+    pub fn new(
+        kind: KernelKind,
+        samples: usize,
+        isa: Isa,
+        planes: Option<Arc<BitPlanes>>,
+    ) -> Result<Self> {
         let gse_samples = if kind == KernelKind::Gse { samples } else { 0 };
-        Self {
+        let bitset = match (kind, planes) {
+            (KernelKind::Bitset, Some(planes)) => Some(Bitset::new(isa, planes)),
+            (KernelKind::Bitset, None) => {
+                return Err(DataFusionError::Internal(
+                    "the bitset kernel needs bit-planes".to_string(),
+                ));
+            }
+            _ => None,
+        };
+        Ok(Self {
             kind,
             gse: gse::Gse::new(gse_samples),
-        }
+            bitset,
+        })
     }
 
     /// The concrete kernel this instance runs.
@@ -199,11 +257,36 @@ impl PairKernel {
     }
 
     /// The numerator `S = nc - nd` of genes `i` and `j` of `m`.
-    #[inline]
     pub fn numerator(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
-        match self.kind {
-            KernelKind::Naive => naive::numerator(m.ranks(i), m.ranks(j)),
-            KernelKind::Gse => self.gse.numerator(m, i, j),
+        match (self.kind, &self.bitset) {
+            (KernelKind::Naive, _) => naive::numerator(m.ranks(i), m.ranks(j)),
+            (KernelKind::Gse, _) => self.gse.numerator(m, i, j),
+            (KernelKind::Bitset, Some(b)) => b.numerator(m, i, j),
+            (KernelKind::Bitset, None) => unreachable!("checked in PairKernel::new"),
+        }
+    }
+
+    /// Numerators of every pair `i` in `rows`, `j` in `cols` with `j > i`,
+    /// appended to `out` (in an order of the kernel's choosing).
+    pub fn block(
+        &mut self,
+        m: &RankedMatrix,
+        rows: Range<usize>,
+        cols: Range<usize>,
+        out: &mut Vec<PairNumerator>,
+    ) {
+        if let Some(b) = &self.bitset {
+            return b.block(m, rows, cols, out);
+        }
+        for i in rows {
+            for j in cols.start.max(i + 1)..cols.end {
+                let s = self.numerator(m, i, j);
+                out.push(PairNumerator {
+                    i: i as u32,
+                    j: j as u32,
+                    s,
+                });
+            }
         }
     }
 }
@@ -234,7 +317,15 @@ mod tests {
         assert_eq!(" gse ".parse::<KernelChoice>().unwrap(), KernelChoice::Gse);
         let err = "x".parse::<KernelChoice>().unwrap_err().to_string();
         assert!(err.contains("kendall.kernel"), "{err}");
-        assert_eq!(KernelChoice::Auto.resolve(57), KernelKind::Naive);
-        assert_eq!(KernelChoice::Auto.resolve(1000), KernelKind::Gse);
+        assert_eq!(
+            KernelChoice::Auto.resolve(10, 57, 1 << 30),
+            KernelKind::Bitset
+        );
+        assert_eq!(KernelChoice::Auto.resolve(10, 57, 0), KernelKind::Naive);
+        assert_eq!(KernelChoice::Auto.resolve(10, 1000, 0), KernelKind::Gse);
+        assert_eq!(
+            KernelChoice::Naive.resolve(10, 1000, 1 << 30),
+            KernelKind::Naive
+        );
     }
 }

@@ -1,0 +1,79 @@
+//! AVX-512 bit-plane kernels: eight words per register, VPOPCNTQ.
+//!
+//! Planes are padded to whole 512-bit registers, so there is no tail.
+
+use std::arch::x86_64::*;
+
+/// Loads the 8 words at `p`.
+///
+/// # Safety
+/// `p..p+8` must be readable.
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn load(p: *const u64) -> __m512i {
+    // SAFETY: the caller guarantees 8 readable words; unaligned load.
+    unsafe { _mm512_loadu_si512(p.cast()) }
+}
+
+/// `[pc(a_k ^ b) for k in 0..4]`; all slices of one length, a multiple of 8.
+///
+/// # Safety
+/// The CPU must support AVX-512 F and VPOPCNTDQ.
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
+    let words = b.len();
+    debug_assert!(words % 8 == 0 && a.iter().all(|r| r.len() == words));
+    let mut acc = [_mm512_setzero_si512(); 4];
+    let mut w = 0;
+    while w < words {
+        // SAFETY: w + 8 <= words and every slice has `words` elements.
+        unsafe {
+            let vb = load(b.as_ptr().add(w));
+            for k in 0..4 {
+                let va = load(a[k].as_ptr().add(w));
+                acc[k] = _mm512_add_epi64(acc[k], _mm512_popcnt_epi64(_mm512_xor_si512(va, vb)));
+            }
+        }
+        w += 8;
+    }
+    [
+        _mm512_reduce_add_epi64(acc[0]) as u64,
+        _mm512_reduce_add_epi64(acc[1]) as u64,
+        _mm512_reduce_add_epi64(acc[2]) as u64,
+        _mm512_reduce_add_epi64(acc[3]) as u64,
+    ]
+}
+
+/// `[pc((gu_k & lv) | (lu_k & gv)) for k in 0..4]`; slices as in [`xor_pop4`].
+///
+/// # Safety
+/// The CPU must support AVX-512 F and VPOPCNTDQ.
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+    let words = gv.len();
+    debug_assert!(words % 8 == 0 && lv.len() == words);
+    debug_assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
+    let mut acc = [_mm512_setzero_si512(); 4];
+    let mut w = 0;
+    while w < words {
+        // SAFETY: w + 8 <= words and every slice has `words` elements.
+        unsafe {
+            let g = load(gv.as_ptr().add(w));
+            let l = load(lv.as_ptr().add(w));
+            for k in 0..4 {
+                let d = _mm512_or_si512(
+                    _mm512_and_si512(load(gu[k].as_ptr().add(w)), l),
+                    _mm512_and_si512(load(lu[k].as_ptr().add(w)), g),
+                );
+                acc[k] = _mm512_add_epi64(acc[k], _mm512_popcnt_epi64(d));
+            }
+        }
+        w += 8;
+    }
+    [
+        _mm512_reduce_add_epi64(acc[0]) as u64,
+        _mm512_reduce_add_epi64(acc[1]) as u64,
+        _mm512_reduce_add_epi64(acc[2]) as u64,
+        _mm512_reduce_add_epi64(acc[3]) as u64,
+    ]
+}

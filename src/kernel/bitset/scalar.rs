@@ -1,0 +1,54 @@
+//! Portable bit-plane kernels: the reference for the SIMD paths.
+//!
+//! On x86-64 the same code is also compiled with the POPCNT instruction
+//! enabled (the `popcnt_*` functions), since the baseline x86-64 target
+//! counts bits in software.
+
+/// `[pc(a_k ^ b) for k in 0..4]`.
+#[inline(always)]
+pub fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
+    let mut acc = [0u64; 4];
+    for (w, &bw) in b.iter().enumerate() {
+        for k in 0..4 {
+            acc[k] += u64::from((a[k][w] ^ bw).count_ones());
+        }
+    }
+    acc
+}
+
+/// `[pc((gu_k & lv) | (lu_k & gv)) for k in 0..4]`: discordant sample pairs.
+#[inline(always)]
+pub fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+    let mut acc = [0u64; 4];
+    for (w, (&g, &l)) in gv.iter().zip(lv).enumerate() {
+        for k in 0..4 {
+            acc[k] += u64::from(((gu[k][w] & l) | (lu[k][w] & g)).count_ones());
+        }
+    }
+    acc
+}
+
+/// [`xor_pop4`] with the POPCNT instruction.
+///
+/// # Safety
+/// The CPU must support `popcnt`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+pub unsafe fn popcnt_xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
+    xor_pop4(a, b)
+}
+
+/// [`disc_pop4`] with the POPCNT instruction.
+///
+/// # Safety
+/// The CPU must support `popcnt`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+pub unsafe fn popcnt_disc_pop4(
+    gu: [&[u64]; 4],
+    lu: [&[u64]; 4],
+    gv: &[u64],
+    lv: &[u64],
+) -> [u64; 4] {
+    disc_pop4(gu, lu, gv, lv)
+}

@@ -1,0 +1,826 @@
+//! AVX2 paths: 8 lanes of u32, 4 lanes of u64.
+//!
+//! The structure of the AVX-512 paths with narrower registers: blocks of four
+//! u32 registers (32 values) or two u64 registers (8 values) sorted by
+//! bitonic networks, then runs merged one register at a time. AVX2 has no
+//! unsigned 64-bit minimum, so the u64 networks compare with the sign bit
+//! flipped.
+
+use std::arch::x86_64::*;
+
+use super::scalar::lookup;
+use super::{SENTINEL_COUNT_U32, block_constant, merge_constant, merge_passes};
+
+/// Blocks between reductions of the u32 lane accumulators (no overflow).
+const FLUSH_BLOCKS: u64 = 1024;
+
+/// `LANE_SUM[m]`: the sum of the indices of the set bits of `m`.
+const LANE_SUM: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut m = 0;
+    while m < 256 {
+        let mut sum = 0;
+        let mut b = 0;
+        while b < 8 {
+            if m & (1 << b) != 0 {
+                sum += b;
+            }
+            b += 1;
+        }
+        table[m] = sum as u8;
+        m += 1;
+    }
+    table
+};
+
+/// `o · popcount(m) + Σ lanes of m`: the positions of the tagged lanes of a
+/// register written at offset `o` with tag mask `m`.
+#[inline]
+#[target_feature(enable = "popcnt")]
+fn positions(o: usize, m: i32) -> u64 {
+    let m = (m & 0xFF) as usize;
+    o as u64 * u64::from(m.count_ones()) + u64::from(LANE_SUM[m])
+}
+
+// ----------------------------------------------------------------------------
+// u32, 8 lanes
+// ----------------------------------------------------------------------------
+
+/// Loop-invariant vectors of the u32 networks.
+struct K32 {
+    one: __m256i,
+    keep: __m256i,
+    rev: __m256i,
+    /// Lane index, plus 8, 16, 24.
+    iota: [__m256i; 4],
+    /// Lane index mod 2, 4.
+    lane_mod: [__m256i; 2],
+    /// Tag patterns of the in-register merges of 1+1, 2+2, 4+4.
+    pat: [__m256i; 3],
+}
+
+impl K32 {
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn new() -> Self {
+        let iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        let one = _mm256_set1_epi32(1);
+        let bit = |s: i32| _mm256_min_epu32(_mm256_and_si256(iota, _mm256_set1_epi32(s)), one);
+        Self {
+            one,
+            keep: _mm256_set1_epi32(!1),
+            rev: _mm256_setr_epi32(7, 6, 5, 4, 3, 2, 1, 0),
+            iota: [
+                iota,
+                _mm256_add_epi32(iota, _mm256_set1_epi32(8)),
+                _mm256_add_epi32(iota, _mm256_set1_epi32(16)),
+                _mm256_add_epi32(iota, _mm256_set1_epi32(24)),
+            ],
+            lane_mod: [
+                _mm256_and_si256(iota, _mm256_set1_epi32(1)),
+                _mm256_and_si256(iota, _mm256_set1_epi32(3)),
+            ],
+            pat: [bit(1), bit(2), bit(4)],
+        }
+    }
+
+    /// Clears the tags (left run).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn left(&self, x: __m256i) -> __m256i {
+        _mm256_and_si256(x, self.keep)
+    }
+
+    /// Sets the tags (right run).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn right(&self, x: __m256i) -> __m256i {
+        _mm256_or_si256(x, self.one)
+    }
+
+    /// Replaces the tags by `pat`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn retag(&self, x: __m256i, pat: __m256i) -> __m256i {
+        _mm256_or_si256(_mm256_and_si256(x, self.keep), pat)
+    }
+
+    /// Adds the positions `pos` of the tagged lanes of `x` to `acc`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn tally(&self, acc: &mut __m256i, x: __m256i, pos: __m256i) {
+        // sign(pos, tag) is pos where the tag is 1 and 0 where it is 0.
+        let tag = _mm256_and_si256(x, self.one);
+        *acc = _mm256_add_epi32(*acc, _mm256_sign_epi32(pos, tag));
+    }
+
+    /// Reverses the lanes.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn reverse(&self, x: __m256i) -> __m256i {
+        _mm256_permutevar8x32_epi32(x, self.rev)
+    }
+}
+
+/// The tag mask of a register: bit `i` is bit 0 of lane `i`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn tags32(x: __m256i) -> i32 {
+    _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32::<31>(x)))
+}
+
+/// Sum of the eight u32 lanes.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn hsum32(x: __m256i) -> u64 {
+    let s = _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0x4E>(s));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0xB1>(s));
+    u64::from(_mm_cvtsi128_si32(s) as u32)
+}
+
+/// Compare-exchange of `x` with the partner lanes `y`: lanes set in `UPPER`
+/// keep the larger value, the others the smaller.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn cas32<const UPPER: i32>(x: __m256i, y: __m256i) -> __m256i {
+    _mm256_blend_epi32::<UPPER>(_mm256_min_epu32(x, y), _mm256_max_epu32(x, y))
+}
+
+/// Sorts a bitonic register (half-cleaners at distance 4, 2, 1).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn clean8(x: __m256i) -> __m256i {
+    let x = cas32::<0xF0>(x, _mm256_permute4x64_epi64::<0x4E>(x));
+    let x = cas32::<0xCC>(x, _mm256_shuffle_epi32::<0x4E>(x));
+    cas32::<0xAA>(x, _mm256_shuffle_epi32::<0xB1>(x))
+}
+
+/// Merges two sorted registers into the 8 smallest and 8 largest values,
+/// both sorted.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn merge2_32(k: &K32, a: __m256i, b: __m256i) -> (__m256i, __m256i) {
+    let b = k.reverse(b);
+    (
+        clean8(_mm256_min_epu32(a, b)),
+        clean8(_mm256_max_epu32(a, b)),
+    )
+}
+
+/// Bitonic sort of one register; when `COUNT`, tags and tallies each of its
+/// three merge stages into `acc`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn sort8<const COUNT: bool>(k: &K32, mut x: __m256i, acc: &mut __m256i) -> __m256i {
+    // 1 + 1
+    if COUNT {
+        x = k.retag(x, k.pat[0]);
+    }
+    x = cas32::<0xAA>(x, _mm256_shuffle_epi32::<0xB1>(x));
+    if COUNT {
+        k.tally(acc, x, k.lane_mod[0]);
+        x = k.retag(x, k.pat[1]);
+    }
+    // 2 + 2
+    x = cas32::<0xCC>(x, _mm256_shuffle_epi32::<0x1B>(x));
+    x = cas32::<0xAA>(x, _mm256_shuffle_epi32::<0xB1>(x));
+    if COUNT {
+        k.tally(acc, x, k.lane_mod[1]);
+        x = k.retag(x, k.pat[2]);
+    }
+    // 4 + 4
+    x = cas32::<0xF0>(x, k.reverse(x));
+    x = cas32::<0xCC>(x, _mm256_shuffle_epi32::<0x4E>(x));
+    x = cas32::<0xAA>(x, _mm256_shuffle_epi32::<0xB1>(x));
+    if COUNT {
+        k.tally(acc, x, k.iota[0]);
+    }
+    x
+}
+
+/// Merge constants of one 32-value block: four 8-sorts, two 8+8 merges and
+/// one 16+16 merge.
+const BLOCK32_CONSTANT: u64 =
+    4 * block_constant(8) + 2 * merge_constant(8, 8) + merge_constant(16, 16);
+
+/// Sorts four registers as one 32-value block.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn block32<const COUNT: bool>(k: &K32, x: [__m256i; 4], acc: &mut __m256i) -> [__m256i; 4] {
+    let [a, b, c, d] = x;
+    let (mut a, mut b, mut c, mut d) = (
+        sort8::<COUNT>(k, a, acc),
+        sort8::<COUNT>(k, b, acc),
+        sort8::<COUNT>(k, c, acc),
+        sort8::<COUNT>(k, d, acc),
+    );
+    if COUNT {
+        (a, b, c, d) = (k.left(a), k.right(b), k.left(c), k.right(d));
+    }
+    (a, b) = merge2_32(k, a, b);
+    (c, d) = merge2_32(k, c, d);
+    if COUNT {
+        k.tally(acc, a, k.iota[0]);
+        k.tally(acc, b, k.iota[1]);
+        k.tally(acc, c, k.iota[0]);
+        k.tally(acc, d, k.iota[1]);
+        (a, b, c, d) = (k.left(a), k.left(b), k.right(c), k.right(d));
+    }
+    // [a b] ascending, [c d] reversed is descending: a bitonic 32.
+    let (rc, rd) = (k.reverse(c), k.reverse(d));
+    let (l0, h0) = (_mm256_min_epu32(a, rd), _mm256_max_epu32(a, rd));
+    let (l1, h1) = (_mm256_min_epu32(b, rc), _mm256_max_epu32(b, rc));
+    let out = [
+        clean8(_mm256_min_epu32(l0, l1)),
+        clean8(_mm256_max_epu32(l0, l1)),
+        clean8(_mm256_min_epu32(h0, h1)),
+        clean8(_mm256_max_epu32(h0, h1)),
+    ];
+    if COUNT {
+        k.tally(acc, out[0], k.iota[0]);
+        k.tally(acc, out[1], k.iota[1]);
+        k.tally(acc, out[2], k.iota[2]);
+        k.tally(acc, out[3], k.iota[3]);
+    }
+    out
+}
+
+/// Sorts every 32-value block of `buf` (length a multiple of 16; a last
+/// block of 16 values is completed in registers by the largest value).
+/// Returns the inversions within the blocks when `COUNT`.
+///
+/// # Safety
+/// The CPU must support AVX2 and POPCNT.
+#[target_feature(enable = "avx2,popcnt")]
+unsafe fn sort_blocks_32<const COUNT: bool>(buf: &mut [u32]) -> u64 {
+    let k = K32::new();
+    let n = buf.len();
+    assert!(n.is_multiple_of(16));
+    let p = buf.as_mut_ptr();
+    let pad = if COUNT { SENTINEL_COUNT_U32 } else { u32::MAX };
+    let pad = _mm256_set1_epi32(pad as i32);
+    let mut acc = _mm256_setzero_si256();
+    let mut positions = 0u64;
+    let mut blocks = 0u64;
+    let mut at = 0;
+    while at < n {
+        let regs = ((n - at) / 8).min(4);
+        let mut x = [pad; 4];
+        for (r, xr) in x.iter_mut().enumerate().take(regs) {
+            // SAFETY: `at + 8 * r + 8 <= n` for the `regs` registers left.
+            *xr = unsafe { _mm256_loadu_si256(p.add(at + 8 * r).cast()) };
+        }
+        let y = block32::<COUNT>(&k, x, &mut acc);
+        for (r, yr) in y.iter().enumerate().take(regs) {
+            // SAFETY: as for the loads.
+            unsafe { _mm256_storeu_si256(p.add(at + 8 * r).cast(), *yr) };
+        }
+        at += 8 * regs;
+        blocks += 1;
+        if COUNT && blocks.is_multiple_of(FLUSH_BLOCKS) {
+            positions += hsum32(acc);
+            acc = _mm256_setzero_si256();
+        }
+    }
+    if !COUNT {
+        return 0;
+    }
+    positions += hsum32(acc);
+    blocks * BLOCK32_CONSTANT - positions
+}
+
+/// Merges the sorted runs `l` and `r` (lengths non-zero multiples of 8) into
+/// `out`, streaming one register at a time through [`merge2_32`] with the
+/// predict-and-skip test. When `COUNT`, values are in the counting layout
+/// and the pairs `l > r` are returned.
+///
+/// # Safety
+/// The CPU must support AVX2 and POPCNT.
+#[target_feature(enable = "avx2,popcnt")]
+unsafe fn merge_32<const COUNT: bool>(l: &[u32], r: &[u32], out: &mut [u32]) -> u64 {
+    let (nl, nr) = (l.len(), r.len());
+    assert!(nl >= 8 && nr >= 8 && out.len() == nl + nr);
+    assert!(nl.is_multiple_of(8) && nr.is_multiple_of(8));
+    let k = K32::new();
+    let (lp, rp, op) = (l.as_ptr(), r.as_ptr(), out.as_mut_ptr());
+    let key_l = |x: u32| if COUNT { x & !1 } else { x };
+    let key_r = |x: u32| if COUNT { x | 1 } else { x };
+    let mut sum = 0u64;
+
+    // SAFETY: both runs hold at least one register.
+    let (mut a, mut b) = unsafe { (_mm256_loadu_si256(lp.cast()), _mm256_loadu_si256(rp.cast())) };
+    if COUNT {
+        (a, b) = (k.left(a), k.right(b));
+    }
+    let (lo, mut cur) = merge2_32(&k, a, b);
+    // SAFETY: `out` holds `nl + nr >= 16` values.
+    unsafe { _mm256_storeu_si256(op.cast(), lo) };
+    if COUNT {
+        sum += positions(0, tags32(lo));
+    }
+    let mut cur_max = key_l(l[7]).max(key_r(r[7]));
+    let (mut i, mut j) = (8, 8);
+    let total = nl + nr;
+    let mut o = 8;
+    while o + 8 < total {
+        // SAFETY: the indices are clamped into the runs.
+        let (lh, rh) = unsafe { (*lp.add(i.min(nl - 1)), *rp.add(j.min(nr - 1))) };
+        let heads_le = if COUNT { lh >> 1 <= rh >> 1 } else { lh <= rh };
+        // Some run has a register left; take the one with the smaller head.
+        let take_l = (i < nl) & ((j >= nr) | heads_le);
+        let (src, tag) = if take_l {
+            (lp.wrapping_add(i), 0)
+        } else {
+            (rp.wrapping_add(j), 1)
+        };
+        i += if take_l { 8 } else { 0 };
+        j += if take_l { 0 } else { 8 };
+        // SAFETY: `src` is the chosen run's next register, inside the run.
+        let (head, tail, mut next) = unsafe { (*src, *src.add(7), _mm256_loadu_si256(src.cast())) };
+        let (first, last) = if COUNT {
+            next = k.retag(next, _mm256_set1_epi32(tag));
+            ((head & !1) | tag as u32, (tail & !1) | tag as u32)
+        } else {
+            (head, tail)
+        };
+        let done;
+        if first >= cur_max {
+            // Predict-and-skip: every value of `next` is at least every
+            // value of `cur`, which therefore leaves as it is.
+            done = cur;
+            cur = next;
+            cur_max = last;
+        } else {
+            (done, cur) = merge2_32(&k, cur, next);
+            cur_max = cur_max.max(last);
+        }
+        // SAFETY: `o + 8 < total`.
+        unsafe { _mm256_storeu_si256(op.add(o).cast(), done) };
+        if COUNT {
+            sum += positions(o, tags32(done));
+        }
+        o += 8;
+    }
+    // SAFETY: `o + 8 == total`.
+    unsafe { _mm256_storeu_si256(op.add(o).cast(), cur) };
+    if !COUNT {
+        return 0;
+    }
+    sum += positions(o, tags32(cur));
+    merge_constant(nl as u64, nr as u64) - sum
+}
+
+/// Sorts `buf` (u32 counting layout, length a multiple of 16) and returns
+/// its strict inversions and whether the result ended in `tmp`.
+///
+/// # Safety
+/// The CPU must support AVX2 and POPCNT.
+#[target_feature(enable = "avx2,popcnt")]
+pub(super) unsafe fn count_u32(buf: &mut [u32], tmp: &mut [u32]) -> (u64, bool) {
+    // SAFETY: the caller guarantees the CPU features.
+    let blocks = unsafe { sort_blocks_32::<true>(buf) };
+    let (merged, in_tmp) = merge_passes(buf, tmp, 32, |l, r, o| {
+        // SAFETY: as above; runs are whole registers.
+        unsafe { merge_32::<true>(l, r, o) }
+    });
+    (blocks + merged, in_tmp)
+}
+
+/// Sorts `buf` (any u32 values, length a multiple of 16); returns whether
+/// the result ended in `tmp`.
+///
+/// # Safety
+/// The CPU must support AVX2 and POPCNT.
+#[target_feature(enable = "avx2,popcnt")]
+pub(super) unsafe fn sort_u32(buf: &mut [u32], tmp: &mut [u32]) -> bool {
+    // SAFETY: the caller guarantees the CPU features.
+    unsafe { sort_blocks_32::<false>(buf) };
+    merge_passes(buf, tmp, 32, |l, r, o| {
+        // SAFETY: as above; runs are whole registers.
+        unsafe { merge_32::<false>(l, r, o) }
+    })
+    .1
+}
+
+/// Sorts every 32-value block of `buf` (any u32 values, length a multiple
+/// of 16); returns the block length.
+///
+/// # Safety
+/// The CPU must support AVX2 and POPCNT.
+#[target_feature(enable = "avx2,popcnt")]
+pub(super) unsafe fn sort_blocks_u32(buf: &mut [u32]) -> usize {
+    // SAFETY: the caller guarantees the CPU features.
+    unsafe { sort_blocks_32::<false>(buf) };
+    32
+}
+
+/// `out[k] = u[order[k]] << 16 | v[order[k]]`. Panics if an index is out of
+/// range.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn gather_packed(u: &[u32], v: &[u32], order: &[u32], out: &mut [u32]) {
+    let n = order.len();
+    assert_eq!(out.len(), n);
+    assert!(i32::try_from(u.len().min(v.len())).is_ok());
+    let mut k = 0;
+    if let Some(last) = u.len().min(v.len()).checked_sub(1) {
+        let last = _mm256_set1_epi32(last as i32);
+        let (ub, vb) = (u.as_ptr().cast::<i32>(), v.as_ptr().cast::<i32>());
+        let mut all_ok = _mm256_set1_epi32(-1);
+        while k + 8 <= n {
+            // SAFETY: `k + 8 <= n`.
+            let idx = unsafe { _mm256_loadu_si256(order.as_ptr().add(k).cast()) };
+            let ok = _mm256_cmpeq_epi32(_mm256_max_epu32(idx, last), last);
+            all_ok = _mm256_and_si256(all_ok, ok);
+            let zero = _mm256_setzero_si256();
+            // SAFETY: only lanes with an index below both lengths are read.
+            let (x, y) = unsafe {
+                (
+                    _mm256_mask_i32gather_epi32::<4>(zero, ub, idx, ok),
+                    _mm256_mask_i32gather_epi32::<4>(zero, vb, idx, ok),
+                )
+            };
+            let packed = _mm256_or_si256(_mm256_slli_epi32::<16>(x), y);
+            // SAFETY: `k + 8 <= n == out.len()`.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(k).cast(), packed) };
+            k += 8;
+        }
+        assert!(
+            _mm256_movemask_epi8(all_ok) == -1,
+            "sample order index out of range"
+        );
+    }
+    for (o, &i) in out[k..].iter_mut().zip(&order[k..]) {
+        *o = (lookup(u, i) << 16) | lookup(v, i);
+    }
+}
+
+/// Sets bit `k % 64` of `words[k / 64]` when `x[k] == x[k + 1]`, for `k`
+/// below the returned bound (a multiple of 8; the caller does the rest).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn equal_neighbours(x: &[u32], words: &mut [u64]) -> usize {
+    let pairs = x.len().saturating_sub(1);
+    assert!(words.len() * 64 >= pairs);
+    let p = x.as_ptr();
+    let mut k = 0;
+    while k + 8 <= pairs {
+        // SAFETY: `k + 8 < x.len()`.
+        let (a, b) = unsafe {
+            (
+                _mm256_loadu_si256(p.add(k).cast()),
+                _mm256_loadu_si256(p.add(k + 1).cast()),
+            )
+        };
+        let eq = _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a, b)));
+        words[k / 64] |= u64::from(eq as u8) << (k % 64);
+        k += 8;
+    }
+    k
+}
+
+/// `out[k] = values[order[k]]`, doubled when `SHIFT`. Panics if an index is
+/// out of range.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn gather<const SHIFT: bool>(values: &[u32], order: &[u32], out: &mut [u32]) {
+    let n = order.len();
+    assert_eq!(out.len(), n);
+    assert!(i32::try_from(values.len()).is_ok());
+    let mut k = 0;
+    if let Some(last) = values.len().checked_sub(1) {
+        let last = _mm256_set1_epi32(last as i32);
+        let base = values.as_ptr().cast::<i32>();
+        let mut all_ok = _mm256_set1_epi32(-1);
+        while k + 8 <= n {
+            // SAFETY: `k + 8 <= n`.
+            let idx = unsafe { _mm256_loadu_si256(order.as_ptr().add(k).cast()) };
+            // idx <= last, unsigned
+            let ok = _mm256_cmpeq_epi32(_mm256_max_epu32(idx, last), last);
+            all_ok = _mm256_and_si256(all_ok, ok);
+            // SAFETY: only lanes with an index below `values.len()` are read.
+            let x =
+                unsafe { _mm256_mask_i32gather_epi32::<4>(_mm256_setzero_si256(), base, idx, ok) };
+            let x = if SHIFT { _mm256_add_epi32(x, x) } else { x };
+            // SAFETY: `k + 8 <= n == out.len()`.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(k).cast(), x) };
+            k += 8;
+        }
+        assert!(
+            _mm256_movemask_epi8(all_ok) == -1,
+            "sample order index out of range"
+        );
+    }
+    for (o, &i) in out[k..].iter_mut().zip(&order[k..]) {
+        *o = lookup(values, i) << u32::from(SHIFT);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// u64, 4 lanes
+// ----------------------------------------------------------------------------
+
+/// Loop-invariant vectors of the u64 networks.
+struct K64 {
+    one: __m256i,
+    keep: __m256i,
+    sign: __m256i,
+    /// Lanes 1 and 3; lanes 2 and 3 (the upper lanes of each stage).
+    upper: [__m256i; 2],
+    /// Lane index, plus 4.
+    iota: [__m256i; 2],
+    /// Lane index mod 2.
+    lane_mod2: __m256i,
+    /// Tag patterns of the in-register merges of 1+1, 2+2.
+    pat: [__m256i; 2],
+}
+
+impl K64 {
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn new() -> Self {
+        let iota = _mm256_setr_epi64x(0, 1, 2, 3);
+        Self {
+            one: _mm256_set1_epi64x(1),
+            keep: _mm256_set1_epi64x(!1),
+            sign: _mm256_set1_epi64x(i64::MIN),
+            upper: [
+                _mm256_setr_epi64x(0, -1, 0, -1),
+                _mm256_setr_epi64x(0, 0, -1, -1),
+            ],
+            iota: [iota, _mm256_add_epi64(iota, _mm256_set1_epi64x(4))],
+            lane_mod2: _mm256_setr_epi64x(0, 1, 0, 1),
+            pat: [
+                _mm256_setr_epi64x(0, 1, 0, 1),
+                _mm256_setr_epi64x(0, 0, 1, 1),
+            ],
+        }
+    }
+
+    /// Clears the tags (left run).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn left(&self, x: __m256i) -> __m256i {
+        _mm256_and_si256(x, self.keep)
+    }
+
+    /// Sets the tags (right run).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn right(&self, x: __m256i) -> __m256i {
+        _mm256_or_si256(x, self.one)
+    }
+
+    /// Replaces the tags by `pat`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn retag(&self, x: __m256i, pat: __m256i) -> __m256i {
+        _mm256_or_si256(_mm256_and_si256(x, self.keep), pat)
+    }
+
+    /// Adds the positions `pos` of the tagged lanes of `x` to `acc`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn tally(&self, acc: &mut __m256i, x: __m256i, pos: __m256i) {
+        let tagged = _mm256_sub_epi64(_mm256_setzero_si256(), _mm256_and_si256(x, self.one));
+        *acc = _mm256_add_epi64(*acc, _mm256_and_si256(pos, tagged));
+    }
+
+    /// All-ones in the lanes where `x > y` (unsigned).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn greater(&self, x: __m256i, y: __m256i) -> __m256i {
+        _mm256_cmpgt_epi64(
+            _mm256_xor_si256(x, self.sign),
+            _mm256_xor_si256(y, self.sign),
+        )
+    }
+
+    /// Lane-wise unsigned minimum and maximum.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn min_max(&self, x: __m256i, y: __m256i) -> (__m256i, __m256i) {
+        let gt = self.greater(x, y);
+        (_mm256_blendv_epi8(x, y, gt), _mm256_blendv_epi8(y, x, gt))
+    }
+
+    /// Compare-exchange of `x` with the partner lanes `y`: lanes set in
+    /// `upper` keep the larger value, the others the smaller.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn cas(&self, x: __m256i, y: __m256i, upper: __m256i) -> __m256i {
+        // lower lanes take y where x > y; upper lanes where x <= y.
+        let take_y = _mm256_xor_si256(self.greater(x, y), upper);
+        _mm256_blendv_epi8(x, y, take_y)
+    }
+
+    /// Sorts a bitonic register (half-cleaners at distance 2, 1).
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn clean(&self, x: __m256i) -> __m256i {
+        let x = self.cas(x, _mm256_permute4x64_epi64::<0x4E>(x), self.upper[1]);
+        self.cas(x, _mm256_shuffle_epi32::<0x4E>(x), self.upper[0])
+    }
+
+    /// Merges two sorted registers into the 4 smallest and 4 largest values.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn merge2(&self, a: __m256i, b: __m256i) -> (__m256i, __m256i) {
+        let (lo, hi) = self.min_max(a, _mm256_permute4x64_epi64::<0x1B>(b));
+        (self.clean(lo), self.clean(hi))
+    }
+
+    /// Bitonic sort of one register, tallying when `COUNT`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn sort4<const COUNT: bool>(&self, mut x: __m256i, acc: &mut __m256i) -> __m256i {
+        if COUNT {
+            x = self.retag(x, self.pat[0]);
+        }
+        x = self.cas(x, _mm256_shuffle_epi32::<0x4E>(x), self.upper[0]);
+        if COUNT {
+            self.tally(acc, x, self.lane_mod2);
+            x = self.retag(x, self.pat[1]);
+        }
+        x = self.cas(x, _mm256_permute4x64_epi64::<0x1B>(x), self.upper[1]);
+        x = self.cas(x, _mm256_shuffle_epi32::<0x4E>(x), self.upper[0]);
+        if COUNT {
+            self.tally(acc, x, self.iota[0]);
+        }
+        x
+    }
+}
+
+/// The tag mask of a u64 register: bit `i` is bit 0 of lane `i`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn tags64(x: __m256i) -> i32 {
+    _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_slli_epi64::<63>(x)))
+}
+
+/// Sum of the four u64 lanes.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn hsum64(x: __m256i) -> u64 {
+    let s = _mm_add_epi64(_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x));
+    let s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
+    _mm_cvtsi128_si64(s) as u64
+}
+
+/// Merge constants of one 8-value block: two 4-sorts and one 4+4 merge.
+const BLOCK8_CONSTANT: u64 = 2 * block_constant(4) + merge_constant(4, 4);
+
+/// Sorts every 8-value block (two registers) of `buf` (length a multiple of
+/// 8); returns the inversions within the blocks when `COUNT`.
+///
+/// # Safety
+/// The CPU must support AVX2 and POPCNT.
+#[target_feature(enable = "avx2,popcnt")]
+unsafe fn sort_blocks_64<const COUNT: bool>(buf: &mut [u64]) -> u64 {
+    let k = K64::new();
+    let n = buf.len();
+    assert!(n.is_multiple_of(8));
+    let p = buf.as_mut_ptr();
+    let mut acc = _mm256_setzero_si256();
+    let mut at = 0;
+    while at < n {
+        // SAFETY: `at + 8 <= n`.
+        let (a, b) = unsafe {
+            (
+                _mm256_loadu_si256(p.add(at).cast()),
+                _mm256_loadu_si256(p.add(at + 4).cast()),
+            )
+        };
+        let (mut a, mut b) = (k.sort4::<COUNT>(a, &mut acc), k.sort4::<COUNT>(b, &mut acc));
+        if COUNT {
+            (a, b) = (k.left(a), k.right(b));
+        }
+        (a, b) = k.merge2(a, b);
+        if COUNT {
+            k.tally(&mut acc, a, k.iota[0]);
+            k.tally(&mut acc, b, k.iota[1]);
+        }
+        // SAFETY: as for the loads.
+        unsafe {
+            _mm256_storeu_si256(p.add(at).cast(), a);
+            _mm256_storeu_si256(p.add(at + 4).cast(), b);
+        }
+        at += 8;
+    }
+    if !COUNT {
+        return 0;
+    }
+    (n as u64 / 8) * BLOCK8_CONSTANT - hsum64(acc)
+}
+
+/// [`merge_32`] for u64 lanes (run lengths non-zero multiples of 4).
+///
+/// # Safety
+/// The CPU must support AVX2 and POPCNT.
+#[target_feature(enable = "avx2,popcnt")]
+unsafe fn merge_64<const COUNT: bool>(l: &[u64], r: &[u64], out: &mut [u64]) -> u64 {
+    let (nl, nr) = (l.len(), r.len());
+    assert!(nl >= 4 && nr >= 4 && out.len() == nl + nr);
+    assert!(nl.is_multiple_of(4) && nr.is_multiple_of(4));
+    let k = K64::new();
+    let (lp, rp, op) = (l.as_ptr(), r.as_ptr(), out.as_mut_ptr());
+    let key_l = |x: u64| if COUNT { x & !1 } else { x };
+    let key_r = |x: u64| if COUNT { x | 1 } else { x };
+    let mut sum = 0u64;
+
+    // SAFETY: both runs hold at least one register.
+    let (mut a, mut b) = unsafe { (_mm256_loadu_si256(lp.cast()), _mm256_loadu_si256(rp.cast())) };
+    if COUNT {
+        (a, b) = (k.left(a), k.right(b));
+    }
+    let (lo, mut cur) = k.merge2(a, b);
+    // SAFETY: `out` holds `nl + nr >= 8` values.
+    unsafe { _mm256_storeu_si256(op.cast(), lo) };
+    if COUNT {
+        sum += positions(0, tags64(lo));
+    }
+    let mut cur_max = key_l(l[3]).max(key_r(r[3]));
+    let (mut i, mut j) = (4, 4);
+    let total = nl + nr;
+    let mut o = 4;
+    while o + 4 < total {
+        // SAFETY: the indices are clamped into the runs.
+        let (lh, rh) = unsafe { (*lp.add(i.min(nl - 1)), *rp.add(j.min(nr - 1))) };
+        let heads_le = if COUNT { lh >> 1 <= rh >> 1 } else { lh <= rh };
+        let take_l = (i < nl) & ((j >= nr) | heads_le);
+        let (src, tag) = if take_l {
+            (lp.wrapping_add(i), 0)
+        } else {
+            (rp.wrapping_add(j), 1)
+        };
+        i += if take_l { 4 } else { 0 };
+        j += if take_l { 0 } else { 4 };
+        // SAFETY: `src` is the chosen run's next register, inside the run.
+        let (head, tail, mut next) = unsafe { (*src, *src.add(3), _mm256_loadu_si256(src.cast())) };
+        let (first, last) = if COUNT {
+            next = k.retag(next, _mm256_set1_epi64x(tag));
+            ((head & !1) | tag as u64, (tail & !1) | tag as u64)
+        } else {
+            (head, tail)
+        };
+        let done;
+        if first >= cur_max {
+            done = cur;
+            cur = next;
+            cur_max = last;
+        } else {
+            (done, cur) = k.merge2(cur, next);
+            cur_max = cur_max.max(last);
+        }
+        // SAFETY: `o + 4 < total`.
+        unsafe { _mm256_storeu_si256(op.add(o).cast(), done) };
+        if COUNT {
+            sum += positions(o, tags64(done));
+        }
+        o += 4;
+    }
+    // SAFETY: `o + 4 == total`.
+    unsafe { _mm256_storeu_si256(op.add(o).cast(), cur) };
+    if !COUNT {
+        return 0;
+    }
+    sum += positions(o, tags64(cur));
+    merge_constant(nl as u64, nr as u64) - sum
+}
+
+/// [`count_u32`] for the u64 counting layout.
+///
+/// # Safety
+/// The CPU must support AVX2 and POPCNT.
+#[target_feature(enable = "avx2,popcnt")]
+pub(super) unsafe fn count_u64(buf: &mut [u64], tmp: &mut [u64]) -> (u64, bool) {
+    // SAFETY: the caller guarantees the CPU features.
+    let blocks = unsafe { sort_blocks_64::<true>(buf) };
+    let (merged, in_tmp) = merge_passes(buf, tmp, 8, |l, r, o| {
+        // SAFETY: as above; runs are whole registers.
+        unsafe { merge_64::<true>(l, r, o) }
+    });
+    (blocks + merged, in_tmp)
+}
+
+/// [`sort_u32`] for u64 keys.
+///
+/// # Safety
+/// The CPU must support AVX2 and POPCNT.
+#[target_feature(enable = "avx2,popcnt")]
+pub(super) unsafe fn sort_u64(buf: &mut [u64], tmp: &mut [u64]) -> bool {
+    // SAFETY: the caller guarantees the CPU features.
+    unsafe { sort_blocks_64::<false>(buf) };
+    merge_passes(buf, tmp, 8, |l, r, o| {
+        // SAFETY: as above; runs are whole registers.
+        unsafe { merge_64::<false>(l, r, o) }
+    })
+    .1
+}

@@ -1,0 +1,1246 @@
+//! VSE, the vectorised sorting-enabled kernel (Liu, Pan, Green, Aluru,
+//! "Parallelized Kendall's Tau Coefficient Computation via SIMD Vectorized
+//! Sorting On Many-Integrated-Core Processors").
+//!
+//! The algorithm is GSE's ([`super::gse`]) on packed integers:
+//!
+//! 1. Order the samples by `(u, v)`. Without amortisation
+//!    ([`Vse::numerator_unamortised`]) the packed keys `u << 16 | v` (u32,
+//!    n ≤ 65,535) or `u << 32 | v` (u64) are fully sorted, as in the paper.
+//!    [`Vse::numerator`] reuses the per-gene order of `u` across partners,
+//!    so the keys in that order are already sorted by their high half and
+//!    only runs of tied `u` need sorting: none without ties (the `v` values
+//!    are gathered straight into the counting layout); each run on its own
+//!    when ties are few; with many ties the packed keys are block-sorted by
+//!    the vectorised block sort and only the runs straddling a block
+//!    boundary are then sorted. The joint ties `n3` are counted on the way.
+//! 2. Count the strict inversions `nd` of the `v` sequence with a bottom-up
+//!    merge sort: blocks of registers sorted by bitonic networks, runs merged
+//!    by streaming one register at a time through an in-register bitonic
+//!    merge network, with the paper's predict-and-skip test.
+//! 3. `S = n0 - n1 - n2 + n3 - 2·nd`.
+//!
+//! Counting inversions through a bitonic network: while sorting, values are
+//! stored shifted left by one bit. Before each merge, bit 0 is set on the
+//! elements of the right run and cleared on those of the left run, so equal
+//! values from the left sort first and every element knows its origin. For
+//! runs `L`, `R` the pairs `l > r` number `|L|·|R| + Σ idx_r − Σ pos_r`,
+//! where `idx_r` is an element's index in `R` and `pos_r` its position in
+//! the merged output: `Σ pos_r` is summed from the tagged lanes of every
+//! register written (a masked add of the lane indices plus the register's
+//! offset times its tag count). Runs are padded to whole registers with the
+//! largest value, which never forms an inversion with the elements before it.
+//!
+//! The portable scalar path has the same layout and structure (insertion
+//! sorted blocks, then branch-free counting merges) and is the reference
+//! every SIMD path must equal.
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+mod scalar;
+
+use std::cell::RefCell;
+
+/// Instruction set a VSE kernel runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Isa {
+    /// Portable Rust; the reference every other path must equal.
+    Scalar,
+    /// x86-64 AVX2 (and POPCNT): 8 lanes of u32, 4 of u64.
+    Avx2,
+    /// x86-64 AVX-512 (F, BW, VL, and POPCNT): 16 lanes of u32, 8 of u64.
+    Avx512,
+}
+
+impl Isa {
+    /// Every instruction set, best first.
+    const ALL: [Isa; 3] = [Isa::Avx512, Isa::Avx2, Isa::Scalar];
+
+    /// The best instruction set this CPU supports (runtime detection).
+    pub fn detect() -> Isa {
+        Isa::ALL
+            .into_iter()
+            .find(|isa| isa.is_available())
+            .unwrap_or(Isa::Scalar)
+    }
+
+    /// Whether this CPU can run `self` (`Scalar` always).
+    pub fn is_available(self) -> bool {
+        match self {
+            Isa::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("popcnt")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                    && std::arch::is_x86_feature_detected!("popcnt")
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            Isa::Avx2 | Isa::Avx512 => false,
+        }
+    }
+
+    /// `"scalar"`, `"avx2"` or `"avx512"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isa::Scalar => "scalar",
+            Isa::Avx2 => "avx2",
+            Isa::Avx512 => "avx512",
+        }
+    }
+}
+
+/// Sorting buffers are padded to a multiple of this many elements (the
+/// widest register holds 16 u32).
+const PAD: usize = 16;
+
+/// Largest `n` whose ranks pack as `u << 16 | v` into a u32.
+const MAX_U32_PACKED: usize = 65_535;
+
+/// Largest `n` whose `v` ranks (`< n`) fit the u32 counting layout
+/// `v << 1 | tag`.
+const MAX_U32_COUNTED: usize = 1 << 31;
+
+/// Padding of the u32 counting layout: `(2^31 - 1) << 1`, the largest value.
+const SENTINEL_COUNT_U32: u32 = u32::MAX - 1;
+
+/// Padding of the u64 counting layout: `(2^63 - 1) << 1`, the largest value.
+const SENTINEL_COUNT_U64: u64 = u64::MAX - 1;
+
+/// Runs of tied `u` up to this length are sorted by insertion.
+const INSERTION_RUN: usize = 16;
+
+/// With more than `n / DENSE_TIES` tied pairs in `u`, step 1 block-sorts the
+/// packed keys instead of sorting each run of ties on its own (the block
+/// sort costs about as much as n/8 runs; measured at n = 128, 310, 1000).
+const DENSE_TIES: usize = 8;
+
+/// `n` rounded up to whole padding blocks.
+fn padded(n: usize) -> usize {
+    n.div_ceil(PAD) * PAD
+}
+
+#[cfg(target_arch = "x86_64")]
+/// `|L|·|R| + |R|(|R|-1)/2`: the inversion count of merging runs of these
+/// lengths is this minus `Σ pos_r` (see the module documentation).
+const fn merge_constant(left: u64, right: u64) -> u64 {
+    left * right + right * right.saturating_sub(1) / 2
+}
+
+#[cfg(target_arch = "x86_64")]
+/// The merge constants of a bitonic sort of a block of `lanes` elements
+/// (merges of `1+1`, `2+2`, ... within the block).
+const fn block_constant(lanes: u64) -> u64 {
+    let mut total = 0;
+    let mut s = 1;
+    while s < lanes {
+        total += (lanes / (2 * s)) * merge_constant(s, s);
+        s *= 2;
+    }
+    total
+}
+
+/// Bottom-up merge passes over `buf`, whose runs of `width` elements are
+/// sorted, ping-ponging with `tmp`. Returns the sum of `merge`'s counts and
+/// whether the result ended in `tmp`.
+fn merge_passes<T: Copy>(
+    buf: &mut [T],
+    tmp: &mut [T],
+    mut width: usize,
+    mut merge: impl FnMut(&[T], &[T], &mut [T]) -> u64,
+) -> (u64, bool) {
+    let n = buf.len();
+    debug_assert_eq!(tmp.len(), n);
+    let mut count = 0u64;
+    let mut in_tmp = false;
+    let (mut src, mut dst) = (buf, tmp);
+    while width < n {
+        let mut start = 0;
+        while start < n {
+            let mid = (start + width).min(n);
+            let end = (start + 2 * width).min(n);
+            if mid == end {
+                dst[start..end].copy_from_slice(&src[start..end]);
+            } else {
+                let (left, right) = src[start..end].split_at(mid - start);
+                count += merge(left, right, &mut dst[start..end]);
+            }
+            start = end;
+        }
+        std::mem::swap(&mut src, &mut dst);
+        in_tmp = !in_tmp;
+        width *= 2;
+    }
+    (count, in_tmp)
+}
+
+/// Strict inversions of `buf` (u32 counting layout: values `v << 1`, bit 0
+/// ignored; length a multiple of [`PAD`]) while sorting it; the sorted
+/// values end in `buf`, or in `tmp` when the flag is set.
+fn count_layout_u32(isa: Isa, buf: &mut [u32], tmp: &mut [u32]) -> (u64, bool) {
+    debug_assert_eq!(buf.len() % PAD, 0);
+    debug_assert_eq!(tmp.len(), buf.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Vse::new` and the public functions assert that the CPU
+        // supports `isa`; the length is a multiple of 16.
+        Isa::Avx512 => unsafe { avx512::count_u32(buf, tmp) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 => unsafe { avx2::count_u32(buf, tmp) },
+        _ => scalar::count(buf, tmp),
+    }
+}
+
+/// [`count_layout_u32`] for the u64 counting layout.
+fn count_layout_u64(isa: Isa, buf: &mut [u64], tmp: &mut [u64]) -> (u64, bool) {
+    debug_assert_eq!(buf.len() % PAD, 0);
+    debug_assert_eq!(tmp.len(), buf.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Vse::new` and the public functions assert that the CPU
+        // supports `isa`; the length is a multiple of 16.
+        Isa::Avx512 => unsafe { avx512::count_u64(buf, tmp) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 => unsafe { avx2::count_u64(buf, tmp) },
+        _ => scalar::count(buf, tmp),
+    }
+}
+
+/// Sorts `buf` (any values; length a multiple of [`PAD`]); the result ends
+/// in `buf`, or in `tmp` when it returns `true`.
+fn sort_u32(isa: Isa, buf: &mut [u32], tmp: &mut [u32]) -> bool {
+    debug_assert_eq!(buf.len() % PAD, 0);
+    debug_assert_eq!(tmp.len(), buf.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Vse::new` asserts that the CPU supports `isa`; the length
+        // is a multiple of 16.
+        Isa::Avx512 => unsafe { avx512::sort_u32(buf, tmp) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 => unsafe { avx2::sort_u32(buf, tmp) },
+        _ => scalar::sort(buf, tmp),
+    }
+}
+
+/// [`sort_u32`] for u64 keys.
+fn sort_u64(isa: Isa, buf: &mut [u64], tmp: &mut [u64]) -> bool {
+    debug_assert_eq!(buf.len() % PAD, 0);
+    debug_assert_eq!(tmp.len(), buf.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Vse::new` asserts that the CPU supports `isa`; the length
+        // is a multiple of 16.
+        Isa::Avx512 => unsafe { avx512::sort_u64(buf, tmp) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 => unsafe { avx2::sort_u64(buf, tmp) },
+        _ => scalar::sort(buf, tmp),
+    }
+}
+
+/// `out[k] = values[order[k]] << 1` (the u32 counting layout in `order`).
+/// Panics if an index of `order` is out of range.
+fn gather_shifted(isa: Isa, values: &[u32], order: &[u32], out: &mut [u32]) {
+    debug_assert_eq!(order.len(), out.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Vse::new` asserts that the CPU supports `isa`.
+        Isa::Avx512 if values.len() <= i32::MAX as usize => unsafe {
+            avx512::gather::<true>(values, order, out)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 if values.len() <= i32::MAX as usize => unsafe {
+            avx2::gather::<true>(values, order, out)
+        },
+        _ => scalar::gather::<true>(values, order, out),
+    }
+}
+
+/// Sorts every block of `buf` (any values; length a multiple of [`PAD`])
+/// with `isa`'s block sort; returns the block length.
+fn sort_blocks_u32(isa: Isa, buf: &mut [u32]) -> usize {
+    debug_assert_eq!(buf.len() % PAD, 0);
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Vse::new` asserts that the CPU supports `isa`; the length
+        // is a multiple of 16.
+        Isa::Avx512 => unsafe { avx512::sort_blocks_u32(buf) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 => unsafe { avx2::sort_blocks_u32(buf) },
+        _ => scalar::sort_blocks(buf),
+    }
+}
+
+/// `out[k] = u[order[k]] << 16 | v[order[k]]`. Panics if an index is out of
+/// range.
+fn gather_packed(isa: Isa, u: &[u32], v: &[u32], order: &[u32], out: &mut [u32]) {
+    debug_assert_eq!(order.len(), out.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Vse::new` asserts that the CPU supports `isa`.
+        Isa::Avx512 if u.len() <= i32::MAX as usize && v.len() <= i32::MAX as usize => unsafe {
+            avx512::gather_packed(u, v, order, out)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 if u.len() <= i32::MAX as usize && v.len() <= i32::MAX as usize => unsafe {
+            avx2::gather_packed(u, v, order, out)
+        },
+        _ => scalar::gather_packed(u, v, order, out),
+    }
+}
+
+/// `out[k] = values[order[k]]`. Panics if an index is out of range.
+fn gather(isa: Isa, values: &[u32], order: &[u32], out: &mut [u32]) {
+    debug_assert_eq!(order.len(), out.len());
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Vse::new` asserts that the CPU supports `isa`.
+        Isa::Avx512 if values.len() <= i32::MAX as usize => unsafe {
+            avx512::gather::<false>(values, order, out)
+        },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 if values.len() <= i32::MAX as usize => unsafe {
+            avx2::gather::<false>(values, order, out)
+        },
+        _ => scalar::gather::<false>(values, order, out),
+    }
+}
+
+/// `Σ t(t-1)/2` over the runs of equal values of a sorted slice.
+fn tie_pairs_sorted<T: Copy + Eq>(sorted: &[T]) -> u64 {
+    let mut pairs = 0u64;
+    let mut run = 0u64;
+    for w in sorted.windows(2) {
+        run = if w[0] == w[1] { run + 1 } else { 0 };
+        pairs += run;
+    }
+    pairs
+}
+
+/// Bit `k % 64` of word `k / 64` is set when `x[k] == x[k + 1]`.
+fn equal_neighbours(isa: Isa, x: &[u32], words: &mut Vec<u64>) {
+    words.clear();
+    words.resize(x.len().div_ceil(64), 0);
+    let done = match isa {
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `Vse::new` asserts that the CPU supports `isa`.
+        Isa::Avx512 => unsafe { avx512::equal_neighbours(x, words) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        Isa::Avx2 => unsafe { avx2::equal_neighbours(x, words) },
+        _ => 0,
+    };
+    for k in done..x.len().saturating_sub(1) {
+        words[k / 64] |= u64::from(x[k] == x[k + 1]) << (k % 64);
+    }
+}
+
+/// The first set bit at or after `from`.
+fn next_set(words: &[u64], from: usize) -> Option<usize> {
+    let mut w = from / 64;
+    let mut bits = *words.get(w)? & (u64::MAX << (from % 64));
+    loop {
+        if bits != 0 {
+            return Some(w * 64 + bits.trailing_zeros() as usize);
+        }
+        w += 1;
+        bits = *words.get(w)?;
+    }
+}
+
+/// The first clear bit at or after `from` (past the end if none).
+fn next_clear(words: &[u64], from: usize) -> usize {
+    let mut w = from / 64;
+    let Some(&word) = words.get(w) else {
+        return from;
+    };
+    let mut bits = !word & (u64::MAX << (from % 64));
+    loop {
+        if bits != 0 {
+            return w * 64 + bits.trailing_zeros() as usize;
+        }
+        w += 1;
+        match words.get(w) {
+            Some(&word) => bits = !word,
+            None => return w * 64,
+        }
+    }
+}
+
+/// Insertion sort.
+fn insertion_sort<T: Copy + Ord>(a: &mut [T]) {
+    for k in 1..a.len() {
+        let x = a[k];
+        let mut p = k;
+        while p > 0 && a[p - 1] > x {
+            a[p] = a[p - 1];
+            p -= 1;
+        }
+        a[p] = x;
+    }
+}
+
+/// Scratch buffers and the chosen instruction set; one per output stream,
+/// reused across pairs.
+#[derive(Debug)]
+pub struct Vse {
+    isa: Isa,
+    /// Use u64 packing and u64 counting whatever `n` (tests of the u64 path).
+    force_u64: bool,
+    /// Force step 1's strategy for ties in `u`: `Some(true)` block-sorts the
+    /// packed keys, `Some(false)` sorts each run (tests); `None` decides by
+    /// the number of ties.
+    packed_ties: Option<bool>,
+    a32: Vec<u32>,
+    b32: Vec<u32>,
+    c32: Vec<u32>,
+    d32: Vec<u32>,
+    a64: Vec<u64>,
+    b64: Vec<u64>,
+    runs: Vec<u64>,
+}
+
+impl Vse {
+    /// Scratch for vectors of `samples` values (grown on demand) running on
+    /// `isa`. Panics (assert) if `isa` is not available — callers check
+    /// first.
+    pub fn new(isa: Isa, samples: usize) -> Self {
+        assert!(
+            isa.is_available(),
+            "instruction set {} is not available on this CPU",
+            isa.name()
+        );
+        let cap = padded(samples);
+        Self {
+            isa,
+            force_u64: false,
+            packed_ties: None,
+            a32: Vec::with_capacity(cap),
+            b32: Vec::with_capacity(cap),
+            c32: Vec::with_capacity(cap),
+            d32: Vec::new(),
+            a64: Vec::new(),
+            b64: Vec::new(),
+            runs: Vec::new(),
+        }
+    }
+
+    /// The instruction set this kernel runs on.
+    pub fn isa(&self) -> Isa {
+        self.isa
+    }
+
+    /// `S = nc - nd` for two genes given as dense rank vectors (`u`, `v`,
+    /// values in `0..n`, equal values = ties), where `order_u` is `u`'s sample
+    /// indices sorted ascending by `(u rank, index)` (computed once per gene
+    /// and reused across all partners) and `n1`, `n2` are the tied pairs
+    /// `Σ t(t-1)/2` of `u` and `v`.
+    ///
+    /// Equals `Σ_{a<b} sign(u_b - u_a)·sign(v_b - v_a)`. Panics if the
+    /// lengths differ or an index of `order_u` is out of range; other
+    /// inconsistent inputs give a meaningless number, never undefined
+    /// behaviour.
+    pub fn numerator(&mut self, u: &[u32], order_u: &[u32], n1: u64, v: &[u32], n2: u64) -> i64 {
+        let n = u.len();
+        assert_eq!(v.len(), n, "u and v differ in length");
+        assert_eq!(order_u.len(), n, "order_u and u differ in length");
+        if n < 2 {
+            return 0;
+        }
+        let (n3, nd) = if self.force_u64 || n > MAX_U32_COUNTED {
+            self.amortised_u64(u, order_u, n1, v, n2)
+        } else if n <= MAX_U32_PACKED
+            && n1 > 0
+            && self.packed_ties.unwrap_or(n1 > (n / DENSE_TIES) as u64)
+        {
+            self.amortised_packed_u32(u, order_u, v, n2)
+        } else {
+            self.amortised_u32(u, order_u, n1, v, n2)
+        };
+        finish(n, n1, n2, n3, nd)
+    }
+
+    /// The paper's kernel without the amortisation: packs `u << 16 | v`
+    /// (u32, n ≤ 65,535) or `u << 32 | v` (u64, larger n), fully sorts the
+    /// packed keys with the vectorised merge sort, then counts as
+    /// [`Vse::numerator`]. For benchmarks and tests.
+    pub fn numerator_unamortised(&mut self, u: &[u32], n1: u64, v: &[u32], n2: u64) -> i64 {
+        let n = u.len();
+        assert_eq!(v.len(), n, "u and v differ in length");
+        if n < 2 {
+            return 0;
+        }
+        let ties = n1 > 0 && n2 > 0;
+        let (n3, nd) = if self.force_u64 || n > MAX_U32_PACKED {
+            self.unamortised_u64(u, v, ties)
+        } else {
+            self.unamortised_u32(u, v, ties)
+        };
+        finish(n, n1, n2, n3, nd)
+    }
+
+    /// Steps 1–2 in the u32 counting layout: `(n3, nd)`.
+    fn amortised_u32(
+        &mut self,
+        u: &[u32],
+        order: &[u32],
+        n1: u64,
+        v: &[u32],
+        n2: u64,
+    ) -> (u64, u64) {
+        let n = u.len();
+        let len = padded(n);
+        let isa = self.isa;
+        self.a32.resize(len, 0);
+        self.b32.resize(len, 0);
+        gather_shifted(isa, v, order, &mut self.a32[..n]);
+        self.a32[n..].fill(SENTINEL_COUNT_U32);
+        let mut n3 = 0;
+        if n1 > 0 {
+            self.c32.resize(n, 0);
+            gather(isa, u, order, &mut self.c32[..n]);
+            n3 = sort_tie_runs(
+                isa,
+                &self.c32[..n],
+                &mut self.a32[..n],
+                &mut self.runs,
+                &mut self.d32,
+                n2 > 0,
+            );
+        }
+        let (nd, _) = count_layout_u32(isa, &mut self.a32, &mut self.b32);
+        (n3, nd)
+    }
+
+    /// [`Vse::amortised_u32`] for many ties in `u` (and `n` ≤ 65,535): the
+    /// packed keys `u << 16 | v`, already sorted by `u`, are sorted in
+    /// blocks by the vectorised block sort; only runs of tied `u` that
+    /// straddle a block boundary are then sorted on their own.
+    fn amortised_packed_u32(&mut self, u: &[u32], order: &[u32], v: &[u32], n2: u64) -> (u64, u64) {
+        let n = u.len();
+        let len = padded(n);
+        let isa = self.isa;
+        self.c32.resize(len, 0);
+        gather_packed(isa, u, v, order, &mut self.c32[..n]);
+        self.c32[n..].fill(u32::MAX);
+        let width = sort_blocks_u32(isa, &mut self.c32);
+        let keys = &mut self.c32[..n];
+        fix_straddling_runs(isa, keys, width, &mut self.d32);
+        let n3 = if n2 > 0 {
+            joint_ties(isa, keys, &mut self.runs)
+        } else {
+            0
+        };
+        self.a32.clear();
+        self.a32.extend(keys.iter().map(|&k| (k & 0xFFFF) << 1));
+        self.a32.resize(len, SENTINEL_COUNT_U32);
+        self.b32.resize(len, 0);
+        let (nd, _) = count_layout_u32(isa, &mut self.a32, &mut self.b32);
+        (n3, nd)
+    }
+
+    /// Steps 1–2 in the u64 counting layout: `(n3, nd)`.
+    fn amortised_u64(
+        &mut self,
+        u: &[u32],
+        order: &[u32],
+        n1: u64,
+        v: &[u32],
+        n2: u64,
+    ) -> (u64, u64) {
+        let n = u.len();
+        let len = padded(n);
+        self.a64.clear();
+        self.a64
+            .extend(order.iter().map(|&k| u64::from(v[k as usize]) << 1));
+        self.a64.resize(len, SENTINEL_COUNT_U64);
+        self.b64.resize(len, 0);
+        let mut n3 = 0;
+        if n1 > 0 {
+            // Sort each run of tied u by v (the packed order), counting
+            // joint ties.
+            let mut start = 0;
+            while start < n {
+                let rank = u[order[start] as usize];
+                let mut end = start + 1;
+                while end < n && u[order[end] as usize] == rank {
+                    end += 1;
+                }
+                if end - start > 1 {
+                    let run = &mut self.a64[start..end];
+                    run.sort_unstable();
+                    if n2 > 0 {
+                        n3 += tie_pairs_sorted(run);
+                    }
+                }
+                start = end;
+            }
+        }
+        let (nd, _) = count_layout_u64(self.isa, &mut self.a64, &mut self.b64);
+        (n3, nd)
+    }
+
+    /// The unamortised kernel with u32 packing: `(n3, nd)`.
+    fn unamortised_u32(&mut self, u: &[u32], v: &[u32], ties: bool) -> (u64, u64) {
+        let n = u.len();
+        let len = padded(n);
+        let isa = self.isa;
+        self.a32.clear();
+        self.a32
+            .extend(u.iter().zip(v).map(|(&x, &y)| (x << 16) | (y & 0xFFFF)));
+        self.a32.resize(len, u32::MAX);
+        self.b32.resize(len, 0);
+        let in_tmp = sort_u32(isa, &mut self.a32, &mut self.b32);
+        let (keys, seq) = if in_tmp {
+            (&self.b32, &mut self.a32)
+        } else {
+            (&self.a32, &mut self.b32)
+        };
+        let n3 = if ties {
+            joint_ties(isa, &keys[..n], &mut self.runs)
+        } else {
+            0
+        };
+        for (s, &k) in seq.iter_mut().zip(&keys[..n]) {
+            *s = (k & 0xFFFF) << 1;
+        }
+        seq[n..].fill(SENTINEL_COUNT_U32);
+        self.c32.resize(len, 0);
+        let seq = if in_tmp { &mut self.a32 } else { &mut self.b32 };
+        let (nd, _) = count_layout_u32(isa, seq, &mut self.c32);
+        (n3, nd)
+    }
+
+    /// The unamortised kernel with u64 packing: `(n3, nd)`; counts in the
+    /// u32 layout when `n` allows (unless the u64 path is forced).
+    fn unamortised_u64(&mut self, u: &[u32], v: &[u32], ties: bool) -> (u64, u64) {
+        let n = u.len();
+        let len = padded(n);
+        let isa = self.isa;
+        self.a64.clear();
+        self.a64.extend(
+            u.iter()
+                .zip(v)
+                .map(|(&x, &y)| (u64::from(x) << 32) | u64::from(y)),
+        );
+        self.a64.resize(len, u64::MAX);
+        self.b64.resize(len, 0);
+        let in_tmp = sort_u64(isa, &mut self.a64, &mut self.b64);
+        let (keys, seq) = if in_tmp {
+            (&mut self.b64, &mut self.a64)
+        } else {
+            (&mut self.a64, &mut self.b64)
+        };
+        let n3 = if ties {
+            tie_pairs_sorted(&keys[..n])
+        } else {
+            0
+        };
+        let nd = if self.force_u64 || n > MAX_U32_COUNTED {
+            for (s, &k) in seq.iter_mut().zip(&keys[..n]) {
+                *s = (k & 0xFFFF_FFFF) << 1;
+            }
+            seq[n..].fill(SENTINEL_COUNT_U64);
+            count_layout_u64(isa, seq, keys).0
+        } else {
+            self.a32.clear();
+            self.a32.extend(keys[..n].iter().map(|&k| (k as u32) << 1));
+            self.a32.resize(len, SENTINEL_COUNT_U32);
+            self.b32.resize(len, 0);
+            count_layout_u32(isa, &mut self.a32, &mut self.b32).0
+        };
+        (n3, nd)
+    }
+}
+
+/// `S = n0 - n1 - n2 + n3 - 2·nd`, computed exactly.
+fn finish(n: usize, n1: u64, n2: u64, n3: u64, nd: u64) -> i64 {
+    let n = n as u128;
+    let n0 = n * (n - 1) / 2;
+    let s = n0 as i128 - i128::from(n1) - i128::from(n2) + i128::from(n3) - 2 * i128::from(nd);
+    s as i64
+}
+
+/// Sorts one run of keys: by insertion when short, else by `isa`'s sort.
+fn sort_run(isa: Isa, run: &mut [u32], scratch: &mut Vec<u32>) {
+    if run.len() <= INSERTION_RUN {
+        insertion_sort(run);
+    } else if isa == Isa::Scalar {
+        run.sort_unstable();
+    } else {
+        let len = padded(run.len());
+        scratch.clear();
+        scratch.extend_from_slice(run);
+        scratch.resize(2 * len, u32::MAX);
+        let (a, b) = scratch.split_at_mut(len);
+        let sorted = if sort_u32(isa, a, b) { b } else { a };
+        run.copy_from_slice(&sorted[..run.len()]);
+    }
+}
+
+/// Packed keys `u << 16 | v` in `u` order whose blocks of `width` are
+/// sorted: sorts the runs of equal `u` that straddle a block boundary out of
+/// order, which completes the sort.
+fn fix_straddling_runs(isa: Isa, keys: &mut [u32], width: usize, scratch: &mut Vec<u32>) {
+    let n = keys.len();
+    let mut b = width;
+    while b < n {
+        if keys[b - 1] <= keys[b] {
+            b += width;
+            continue;
+        }
+        // Out of order: the same u on both sides (the high halves ascend).
+        let rank = keys[b] >> 16;
+        let mut start = b - 1;
+        while start > 0 && keys[start - 1] >> 16 == rank {
+            start -= 1;
+        }
+        let mut end = b + 1;
+        while end < n && keys[end] >> 16 == rank {
+            end += 1;
+        }
+        sort_run(isa, &mut keys[start..end], scratch);
+        b = end.next_multiple_of(width).max(b + width);
+    }
+}
+
+/// `n3`: `Σ t(t-1)/2` over the groups of equal values of sorted `keys`.
+///
+/// A group of `t` equal keys sets `m = t - 1` consecutive bits of the
+/// neighbour mask `E`; with `A_0 = E` and `A_{j+1} = A_j & (A_j << 1)` the
+/// group leaves `m - j` bits in `A_j`, so `Σ_j popcount(A_j)` is
+/// `m(m+1)/2 = t(t-1)/2` without a branch per group.
+fn joint_ties(isa: Isa, keys: &[u32], words: &mut Vec<u64>) -> u64 {
+    equal_neighbours(isa, keys, words);
+    let mut n3 = 0u64;
+    loop {
+        let mut carry = 0u64;
+        let mut any = 0u64;
+        for w in words.iter_mut() {
+            n3 += u64::from(w.count_ones());
+            let shifted = (*w << 1) | carry;
+            carry = *w >> 63;
+            *w &= shifted;
+            any |= *w;
+        }
+        if any == 0 {
+            return n3;
+        }
+    }
+}
+
+/// Sorts each run of equal values of `us` (the `u` ranks in `order`) of `seq`
+/// (u32 counting layout) ascending; returns the joint ties `n3` when `count`.
+fn sort_tie_runs(
+    isa: Isa,
+    us: &[u32],
+    seq: &mut [u32],
+    words: &mut Vec<u64>,
+    scratch: &mut Vec<u32>,
+    count: bool,
+) -> u64 {
+    equal_neighbours(isa, us, words);
+    let mut n3 = 0u64;
+    let mut from = 0;
+    while let Some(start) = next_set(words, from) {
+        // bits start..end are set: elements start..=end tie in u.
+        let end = next_clear(words, start);
+        let run = &mut seq[start..=end];
+        if run.len() == 2 {
+            let (a, b) = (run[0], run[1]);
+            run[0] = a.min(b);
+            run[1] = a.max(b);
+            n3 += u64::from(count && a == b);
+        } else {
+            sort_run(isa, run, scratch);
+            if count {
+                n3 += tie_pairs_sorted(run);
+            }
+        }
+        from = end + 1;
+    }
+    n3
+}
+
+/// Padded copies for the public counting functions.
+#[derive(Default)]
+struct Scratch {
+    a32: Vec<u32>,
+    b32: Vec<u32>,
+    a64: Vec<u64>,
+    b64: Vec<u64>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Sorts `seq` ascending and returns its number of strict inversions (pairs
+/// `a < b` with `seq[a] > seq[b]`) using `isa`'s vectorised merge sort.
+/// `tmp.len() == seq.len()`. Exposed for tests and benchmarks.
+///
+/// The SIMD paths tag values in bit 0, so values of `2^31` or more are
+/// counted by the scalar path. Panics if `isa` is not available or the
+/// lengths differ.
+pub fn count_inversions(isa: Isa, seq: &mut [u32], tmp: &mut [u32]) -> u64 {
+    assert!(
+        isa.is_available(),
+        "instruction set {} is not available",
+        isa.name()
+    );
+    assert_eq!(tmp.len(), seq.len(), "tmp and seq differ in length");
+    let n = seq.len();
+    if n < 2 {
+        return 0;
+    }
+    if isa == Isa::Scalar || seq.iter().any(|&x| x > u32::MAX >> 1) {
+        let (count, in_tmp) = scalar::count(seq, tmp);
+        if in_tmp {
+            seq.copy_from_slice(tmp);
+        }
+        return count;
+    }
+    SCRATCH.with_borrow_mut(|Scratch { a32: a, b32: b, .. }| {
+        let len = padded(n);
+        a.clear();
+        a.extend(seq.iter().map(|&x| x << 1));
+        a.resize(len, SENTINEL_COUNT_U32);
+        b.resize(len, 0);
+        let (count, in_tmp) = count_layout_u32(isa, a, b);
+        let sorted = if in_tmp { &b[..n] } else { &a[..n] };
+        for (s, &x) in seq.iter_mut().zip(sorted) {
+            *s = x >> 1;
+        }
+        count
+    })
+}
+
+/// [`count_inversions`] for 64-bit keys (the u64 path). Values of `2^63` or
+/// more are counted by the scalar path.
+pub fn count_inversions_u64(isa: Isa, seq: &mut [u64], tmp: &mut [u64]) -> u64 {
+    assert!(
+        isa.is_available(),
+        "instruction set {} is not available",
+        isa.name()
+    );
+    assert_eq!(tmp.len(), seq.len(), "tmp and seq differ in length");
+    let n = seq.len();
+    if n < 2 {
+        return 0;
+    }
+    if isa == Isa::Scalar || seq.iter().any(|&x| x > u64::MAX >> 1) {
+        let (count, in_tmp) = scalar::count(seq, tmp);
+        if in_tmp {
+            seq.copy_from_slice(tmp);
+        }
+        return count;
+    }
+    SCRATCH.with_borrow_mut(|Scratch { a64: a, b64: b, .. }| {
+        let len = padded(n);
+        a.clear();
+        a.extend(seq.iter().map(|&x| x << 1));
+        a.resize(len, SENTINEL_COUNT_U64);
+        b.resize(len, 0);
+        let (count, in_tmp) = count_layout_u64(isa, a, b);
+        let sorted = if in_tmp { &b[..n] } else { &a[..n] };
+        for (s, &x) in seq.iter_mut().zip(sorted) {
+            *s = x >> 1;
+        }
+        count
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// xorshift64.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+
+        fn below(&mut self, m: u64) -> u64 {
+            self.next() % m
+        }
+
+        fn shuffle<T>(&mut self, a: &mut [T]) {
+            for k in (1..a.len()).rev() {
+                a.swap(k, self.below(k as u64 + 1) as usize);
+            }
+        }
+    }
+
+    /// Dense ranks of `x` (0 for the smallest distinct value).
+    fn dense_ranks(x: &[u32]) -> Vec<u32> {
+        let mut distinct = x.to_vec();
+        distinct.sort_unstable();
+        distinct.dedup();
+        x.iter()
+            .map(|v| distinct.binary_search(v).unwrap() as u32)
+            .collect()
+    }
+
+    /// A random dense rank vector with values drawn from `levels` levels
+    /// (`levels >= n` gives a permutation, without ties).
+    fn random_ranks(rng: &mut Rng, n: usize, levels: usize) -> Vec<u32> {
+        if levels >= n {
+            let mut p: Vec<u32> = (0..n as u32).collect();
+            rng.shuffle(&mut p);
+            p
+        } else {
+            let x: Vec<u32> = (0..n).map(|_| rng.below(levels as u64) as u32).collect();
+            dense_ranks(&x)
+        }
+    }
+
+    /// Sample indices sorted by (rank, index).
+    fn order_of(u: &[u32]) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..u.len() as u32).collect();
+        order.sort_by_key(|&k| (u[k as usize], k));
+        order
+    }
+
+    /// `Σ t(t-1)/2` over the tie groups of `u`.
+    fn tie_pairs(u: &[u32]) -> u64 {
+        let mut s = u.to_vec();
+        s.sort_unstable();
+        tie_pairs_sorted(&s)
+    }
+
+    /// The O(n²) oracle: `Σ_{a<b} sign(u_b - u_a)·sign(v_b - v_a)`.
+    fn naive(u: &[u32], v: &[u32]) -> i64 {
+        let mut s = 0i64;
+        for a in 0..u.len() {
+            for b in a + 1..u.len() {
+                let su = i64::from(u[b] > u[a]) - i64::from(u[b] < u[a]);
+                let sv = i64::from(v[b] > v[a]) - i64::from(v[b] < v[a]);
+                s += su * sv;
+            }
+        }
+        s
+    }
+
+    /// Strict inversions by brute force.
+    fn brute_inversions<T: Ord>(a: &[T]) -> u64 {
+        let mut c = 0;
+        for x in 0..a.len() {
+            for y in x + 1..a.len() {
+                c += u64::from(a[x] > a[y]);
+            }
+        }
+        c
+    }
+
+    /// Strict inversions by a plain top-down merge sort (sorts `a`).
+    fn merge_sort_inversions<T: Ord + Copy>(a: &mut [T]) -> u64 {
+        let n = a.len();
+        if n < 2 {
+            return 0;
+        }
+        let (l, r) = a.split_at_mut(n / 2);
+        let mut c = merge_sort_inversions(l) + merge_sort_inversions(r);
+        let mut out = Vec::with_capacity(n);
+        let (mut i, mut j) = (0, 0);
+        while i < l.len() && j < r.len() {
+            if r[j] < l[i] {
+                out.push(r[j]);
+                j += 1;
+                c += (l.len() - i) as u64;
+            } else {
+                out.push(l[i]);
+                i += 1;
+            }
+        }
+        out.extend_from_slice(&l[i..]);
+        out.extend_from_slice(&r[j..]);
+        a.copy_from_slice(&out);
+        c
+    }
+
+    /// Knight's algorithm, written plainly: the reference for large n.
+    fn knight(u: &[u32], v: &[u32]) -> i64 {
+        let mut pairs: Vec<(u32, u32)> = u.iter().copied().zip(v.iter().copied()).collect();
+        pairs.sort_unstable();
+        let n3 = tie_pairs_sorted(&pairs);
+        let mut seq: Vec<u32> = pairs.iter().map(|p| p.1).collect();
+        let nd = merge_sort_inversions(&mut seq);
+        finish(u.len(), tie_pairs(u), tie_pairs(v), n3, nd)
+    }
+
+    fn isas() -> Vec<Isa> {
+        Isa::ALL.into_iter().filter(|i| i.is_available()).collect()
+    }
+
+    /// Every available instruction set, with u32 and forced u64 packing.
+    fn kernels(n: usize) -> Vec<Vse> {
+        let mut out = Vec::new();
+        for isa in isas() {
+            for force_u64 in [false, true] {
+                for packed_ties in [None, Some(false), Some(true)] {
+                    if force_u64 && packed_ties.is_some() {
+                        continue;
+                    }
+                    let mut vse = Vse::new(isa, n);
+                    vse.force_u64 = force_u64;
+                    vse.packed_ties = packed_ties;
+                    out.push(vse);
+                }
+            }
+        }
+        out
+    }
+
+    fn check_pair(kernels: &mut [Vse], u: &[u32], v: &[u32], expected: i64, what: &str) {
+        let order = order_of(u);
+        let (n1, n2) = (tie_pairs(u), tie_pairs(v));
+        for vse in kernels {
+            let label = format!(
+                "{what}, n={}, isa={}, u64={}, packed ties={:?}",
+                u.len(),
+                vse.isa().name(),
+                vse.force_u64,
+                vse.packed_ties
+            );
+            assert_eq!(vse.numerator(u, &order, n1, v, n2), expected, "{label}");
+            assert_eq!(
+                vse.numerator_unamortised(u, n1, v, n2),
+                expected,
+                "unamortised {label}"
+            );
+        }
+    }
+
+    #[test]
+    fn detection_is_consistent() {
+        assert!(Isa::Scalar.is_available());
+        assert!(Isa::detect().is_available());
+        assert_eq!(Isa::Avx512.name(), "avx512");
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vl")
+        {
+            assert_eq!(Isa::detect(), Isa::Avx512);
+        }
+    }
+
+    #[test]
+    fn numerator_matches_naive() {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let sizes = (2..=70).chain([127, 128, 129, 310, 1000]);
+        for n in sizes {
+            let mut ks = kernels(n);
+            for levels in [n, 2, 3, 5, n / 4 + 1, n / 2 + 1] {
+                for _ in 0..if n <= 70 { 3 } else { 2 } {
+                    let u = random_ranks(&mut rng, n, levels);
+                    let v = random_ranks(&mut rng, n, levels.max(n / 3));
+                    check_pair(&mut ks, &u, &v, naive(&u, &v), "random");
+                    let w = random_ranks(&mut rng, n, levels);
+                    check_pair(&mut ks, &w, &u, naive(&w, &u), "random ties");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn special_inputs() {
+        let mut rng = Rng(42);
+        for n in [
+            2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 310, 1000,
+        ] {
+            let mut ks = kernels(n);
+            let up: Vec<u32> = (0..n as u32).collect();
+            let down: Vec<u32> = up.iter().rev().copied().collect();
+            let flat = vec![0u32; n];
+            let perm = random_ranks(&mut rng, n, n);
+            // long runs of ties: 2 and 3 levels in blocks
+            let blocks: Vec<u32> = (0..n).map(|k| (k * 3 / n) as u32).collect();
+            let halves: Vec<u32> = (0..n).map(|k| u32::from(k >= n / 2)).collect();
+            let cases: [(&[u32], &[u32], &str); 11] = [
+                (&up, &up, "identical"),
+                (&up, &down, "reversed"),
+                (&down, &up, "reversed u"),
+                (&flat, &perm, "constant u"),
+                (&perm, &flat, "constant v"),
+                (&flat, &flat, "both constant"),
+                (&blocks, &perm, "long u runs"),
+                (&blocks, &down, "long u runs, v reversed"),
+                (&halves, &blocks, "long runs both"),
+                (&perm, &perm, "same permutation"),
+                (&halves, &down, "halves"),
+            ];
+            for (u, v, what) in cases {
+                check_pair(&mut ks, u, v, naive(u, v), what);
+            }
+        }
+    }
+
+    #[test]
+    fn short_vectors() {
+        for isa in isas() {
+            let mut vse = Vse::new(isa, 0);
+            assert_eq!(vse.numerator(&[], &[], 0, &[], 0), 0);
+            assert_eq!(vse.numerator(&[0], &[0], 0, &[0], 0), 0);
+            assert_eq!(vse.numerator_unamortised(&[0], 0, &[0], 0), 0);
+            assert_eq!(vse.numerator(&[0, 1], &[0, 1], 0, &[1, 0], 0), -1);
+            // u = (1,2,3,4), v = (1,3,2,4): 5 concordant, 1 discordant
+            let u = [0, 1, 2, 3];
+            let v = [0, 2, 1, 3];
+            assert_eq!(vse.numerator(&u, &[0, 1, 2, 3], 0, &v, 0), 4);
+            assert_eq!(vse.numerator_unamortised(&u, 0, &v, 0), 4);
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "out of range")]
+    fn bad_order_panics() {
+        let n = 40;
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order[20] = 1000;
+        let u: Vec<u32> = (0..n as u32).collect();
+        Vse::new(Isa::detect(), n).numerator(&u, &order, 0, &u, 0);
+    }
+
+    #[test]
+    fn count_inversions_matches_brute_force() {
+        let mut rng = Rng(7);
+        for n in 0..300 {
+            for modulus in [2u64, 7, 1000, 1 << 31, 1 << 32] {
+                let a: Vec<u32> = (0..n).map(|_| rng.below(modulus) as u32).collect();
+                let expected = brute_inversions(&a);
+                let mut sorted = a.clone();
+                sorted.sort_unstable();
+                for isa in isas() {
+                    let mut seq = a.clone();
+                    let mut tmp = vec![0; n];
+                    let got = count_inversions(isa, &mut seq, &mut tmp);
+                    assert_eq!(got, expected, "n={n} mod={modulus} isa={}", isa.name());
+                    assert_eq!(seq, sorted, "n={n} mod={modulus} isa={}", isa.name());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn count_inversions_u64_matches_brute_force() {
+        let mut rng = Rng(11);
+        for n in 0..200 {
+            for modulus in [0u64, 3, 1000, 1 << 40, 1 << 63] {
+                let a: Vec<u64> = (0..n)
+                    .map(|_| match modulus {
+                        0 => rng.next(),
+                        m => rng.below(m),
+                    })
+                    .collect();
+                let expected = brute_inversions(&a);
+                let mut sorted = a.clone();
+                sorted.sort_unstable();
+                for isa in isas() {
+                    let mut seq = a.clone();
+                    let mut tmp = vec![0; n];
+                    let got = count_inversions_u64(isa, &mut seq, &mut tmp);
+                    assert_eq!(got, expected, "n={n} mod={modulus} isa={}", isa.name());
+                    assert_eq!(seq, sorted, "n={n} mod={modulus} isa={}", isa.name());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sorting_full_range_keys() {
+        let mut rng = Rng(5);
+        for isa in isas() {
+            for n in [16, 32, 48, 64, 80, 320, 1008] {
+                let a: Vec<u32> = (0..n).map(|_| rng.next() as u32 | (1 << 31)).collect();
+                let mut buf = a.clone();
+                let mut tmp = vec![0; n];
+                let in_tmp = sort_u32(isa, &mut buf, &mut tmp);
+                let mut sorted = a.clone();
+                sorted.sort_unstable();
+                assert_eq!(if in_tmp { &tmp } else { &buf }, &sorted, "{}", isa.name());
+                let a: Vec<u64> = (0..n).map(|_| rng.next()).collect();
+                let mut buf = a.clone();
+                let mut tmp = vec![0; n];
+                let in_tmp = sort_u64(isa, &mut buf, &mut tmp);
+                let mut sorted = a.clone();
+                sorted.sort_unstable();
+                assert_eq!(if in_tmp { &tmp } else { &buf }, &sorted, "{}", isa.name());
+            }
+        }
+    }
+
+    #[test]
+    fn large_n_u64_path() {
+        let n = 70_000;
+        let mut rng = Rng(3);
+        let a: Vec<u64> = (0..n).map(|_| rng.below(n as u64)).collect();
+        let mut reference = a.clone();
+        let expected = merge_sort_inversions(&mut reference);
+        for isa in isas() {
+            let mut seq = a.clone();
+            let mut tmp = vec![0; n];
+            assert_eq!(
+                count_inversions_u64(isa, &mut seq, &mut tmp),
+                expected,
+                "{}",
+                isa.name()
+            );
+            assert_eq!(seq, reference);
+        }
+        // numerator beyond u32 packing: a pair without and a pair with ties
+        let pairs = [
+            (random_ranks(&mut rng, n, n), random_ranks(&mut rng, n, n)),
+            (
+                random_ranks(&mut rng, n, 50),
+                random_ranks(&mut rng, n, 2000),
+            ),
+        ];
+        for (u, v) in &pairs {
+            let expected = knight(u, v);
+            let order = order_of(u);
+            let (n1, n2) = (tie_pairs(u), tie_pairs(v));
+            for isa in isas() {
+                let mut vse = Vse::new(isa, n);
+                assert_eq!(
+                    vse.numerator(u, &order, n1, v, n2),
+                    expected,
+                    "{}",
+                    isa.name()
+                );
+                assert_eq!(
+                    vse.numerator_unamortised(u, n1, v, n2),
+                    expected,
+                    "{}",
+                    isa.name()
+                );
+                vse.force_u64 = true;
+                assert_eq!(
+                    vse.numerator(u, &order, n1, v, n2),
+                    expected,
+                    "{}",
+                    isa.name()
+                );
+            }
+        }
+    }
+}
