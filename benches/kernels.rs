@@ -6,8 +6,8 @@
 //! ```
 //!
 //! For each n: 48 random genes (no ties, and with ties: values from n/4
-//! levels), all 1,128 pairs per round, rounds repeated for ~0.5 s per kernel.
-//! Prints pairs/s per kernel and the ratio to naive. Ratios are what hold on
+//! levels), all 1,128 pairs per round, rounds repeated for ~0.4 s per kernel
+//! and instruction set. Prints pairs/s and the ratios to naive and GSE. Ratios are what hold on
 //! a shared machine; absolute numbers move with its load.
 
 use std::hint::black_box;
@@ -23,7 +23,6 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
 const GENES: usize = 48;
-const KERNELS: [KernelKind; 2] = [KernelKind::Naive, KernelKind::Gse];
 
 fn matrix(n: usize, ties: bool, seed: u64) -> RankedMatrix {
     let mut rng = SmallRng::seed_from_u64(seed);
@@ -40,23 +39,24 @@ fn matrix(n: usize, ties: bool, seed: u64) -> RankedMatrix {
     RankedMatrix::from_values(GENES, n, &values)
 }
 
-/// Pairs per second of `kind` over all pairs of `m`.
-fn throughput(kind: KernelKind, m: &RankedMatrix) -> f64 {
-    let mut kernel = PairKernel::new(kind, m.samples());
-    let round = |kernel: &mut PairKernel| {
-        let mut acc = 0i64;
-        for i in 0..m.genes() {
-            for j in i + 1..m.genes() {
-                acc = acc.wrapping_add(kernel.numerator(m, i, j));
-            }
+/// Pairs per second of `kernel` over all pairs of `m`, through the block
+/// interface the execution plan uses (rows of 4 against all columns).
+fn throughput(mut kernel: PairKernel, m: &RankedMatrix) -> f64 {
+    let mut out: Vec<PairNumerator> = Vec::with_capacity(m.genes() * m.genes());
+    let mut round = |kernel: &mut PairKernel| {
+        out.clear();
+        let mut i = 0;
+        while i < m.genes() {
+            kernel.block(m, i..(i + 4).min(m.genes()), 0..m.genes(), &mut out);
+            i += 4;
         }
-        black_box(acc);
+        black_box(&out);
     };
     round(&mut kernel); // warm up
     let pairs_per_round = (m.genes() * (m.genes() - 1) / 2) as f64;
     let started = Instant::now();
     let mut rounds = 0u64;
-    while started.elapsed() < Duration::from_millis(500) {
+    while started.elapsed() < Duration::from_millis(400) {
         round(&mut kernel);
         rounds += 1;
     }
@@ -73,22 +73,40 @@ fn main() {
     } else {
         sizes
     };
-    println!("| n | ties | kernel | pairs/s | vs naive |");
-    println!("|---:|:---:|:---|---:|---:|");
+    let isas: Vec<Isa> = Isa::ALL.into_iter().filter(|i| i.is_available()).collect();
+    println!("| n | ties | kernel | simd | pairs/s | vs naive | vs gse |");
+    println!("|---:|:---:|:---|:---|---:|---:|---:|");
     for &n in &sizes {
         for ties in [false, true] {
             let m = matrix(n, ties, n as u64);
-            let naive = throughput(KernelKind::Naive, &m);
-            for kind in KERNELS {
-                let rate = if kind == KernelKind::Naive {
-                    naive
+            let planes = Arc::new(BitPlanes::build(&m));
+            let mut runs: Vec<(KernelKind, Isa)> = vec![
+                (KernelKind::Naive, Isa::Scalar),
+                (KernelKind::Gse, Isa::Scalar),
+            ];
+            for kind in [KernelKind::Vse, KernelKind::Bitset] {
+                runs.extend(isas.iter().map(|&isa| (kind, isa)));
+            }
+            let mut naive = f64::NAN;
+            let mut gse = f64::NAN;
+            for (kind, isa) in runs {
+                let kernel = PairKernel::new(kind, n, isa, Some(Arc::clone(&planes))).unwrap();
+                let rate = throughput(kernel, &m);
+                match kind {
+                    KernelKind::Naive => naive = rate,
+                    KernelKind::Gse => gse = rate,
+                    _ => {}
+                }
+                let simd = if matches!(kind, KernelKind::Naive | KernelKind::Gse) {
+                    "-"
                 } else {
-                    throughput(kind, &m)
+                    isa.name()
                 };
                 println!(
-                    "| {n} | {} | {kind} | {rate:.3e} | {:.2}x |",
+                    "| {n} | {} | {kind} | {simd} | {rate:.3e} | {:.2}x | {:.2}x |",
                     if ties { "yes" } else { "no" },
-                    rate / naive
+                    rate / naive,
+                    rate / gse
                 );
             }
         }

@@ -12,6 +12,7 @@ pub mod bitset;
 pub mod gse;
 pub mod isa;
 pub mod naive;
+pub mod vse;
 
 use std::fmt;
 use std::str::FromStr;
@@ -47,6 +48,8 @@ pub enum KernelChoice {
     Naive,
     /// Knight's merge sort with exact tie handling, O(n log n).
     Gse,
+    /// GSE on packed integers with SIMD bitonic merges (the paper's VSE).
+    Vse,
     /// Bit-planes and popcounts, O(n²/64) word operations, no branches.
     Bitset,
 }
@@ -58,6 +61,8 @@ pub enum KernelKind {
     Naive,
     /// [`gse::Gse`].
     Gse,
+    /// [`vse::Vse`].
+    Vse,
     /// [`bitset::Bitset`].
     Bitset,
 }
@@ -78,6 +83,7 @@ impl KernelChoice {
         match self {
             KernelChoice::Naive => KernelKind::Naive,
             KernelChoice::Gse => KernelKind::Gse,
+            KernelChoice::Vse => KernelKind::Vse,
             KernelChoice::Bitset => KernelKind::Bitset,
             KernelChoice::Auto
                 if samples <= BITSET_MAX_SAMPLES
@@ -119,6 +125,7 @@ impl fmt::Display for KernelChoice {
             KernelChoice::Auto => "auto",
             KernelChoice::Naive => "naive",
             KernelChoice::Gse => "gse",
+            KernelChoice::Vse => "vse",
             KernelChoice::Bitset => "bitset",
         })
     }
@@ -131,9 +138,10 @@ impl FromStr for KernelChoice {
             "auto" => Ok(KernelChoice::Auto),
             "naive" => Ok(KernelChoice::Naive),
             "gse" => Ok(KernelChoice::Gse),
+            "vse" => Ok(KernelChoice::Vse),
             "bitset" => Ok(KernelChoice::Bitset),
             other => Err(DataFusionError::Configuration(format!(
-                "kendall.kernel must be one of 'auto', 'naive', 'gse', 'bitset', got '{other}'"
+                "kendall.kernel must be one of 'auto', 'naive', 'gse', 'vse', 'bitset', got '{other}'"
             ))),
         }
     }
@@ -144,6 +152,7 @@ impl fmt::Display for KernelKind {
         f.write_str(match self {
             KernelKind::Naive => "naive",
             KernelKind::Gse => "gse",
+            KernelKind::Vse => "vse",
             KernelKind::Bitset => "bitset",
         })
     }
@@ -222,6 +231,7 @@ pub struct PairNumerator {
 pub struct PairKernel {
     kind: KernelKind,
     gse: gse::Gse,
+    vse: Option<vse::Vse>,
     bitset: Option<Bitset>,
 }
 
@@ -244,9 +254,11 @@ impl PairKernel {
             }
             _ => None,
         };
+        let vse = (kind == KernelKind::Vse).then(|| vse::Vse::new(isa, samples));
         Ok(Self {
             kind,
             gse: gse::Gse::new(gse_samples),
+            vse,
             bitset,
         })
     }
@@ -258,11 +270,21 @@ impl PairKernel {
 
     /// The numerator `S = nc - nd` of genes `i` and `j` of `m`.
     pub fn numerator(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
-        match (self.kind, &self.bitset) {
-            (KernelKind::Naive, _) => naive::numerator(m.ranks(i), m.ranks(j)),
-            (KernelKind::Gse, _) => self.gse.numerator(m, i, j),
-            (KernelKind::Bitset, Some(b)) => b.numerator(m, i, j),
-            (KernelKind::Bitset, None) => unreachable!("checked in PairKernel::new"),
+        if let Some(b) = &self.bitset {
+            return b.numerator(m, i, j);
+        }
+        if let Some(v) = &mut self.vse {
+            return v.numerator(
+                m.ranks(i),
+                m.order(i),
+                m.tie_pairs(i),
+                m.ranks(j),
+                m.tie_pairs(j),
+            );
+        }
+        match self.kind {
+            KernelKind::Gse => self.gse.numerator(m, i, j),
+            _ => naive::numerator(m.ranks(i), m.ranks(j)),
         }
     }
 

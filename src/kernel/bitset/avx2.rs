@@ -51,7 +51,7 @@ fn reduce(v: __m256i) -> u64 {
 #[target_feature(enable = "avx2")]
 pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     let words = b.len();
-    debug_assert!(words % 4 == 0 && a.iter().all(|r| r.len() == words));
+    debug_assert!(words.is_multiple_of(4) && a.iter().all(|r| r.len() == words));
     let mut acc = [_mm256_setzero_si256(); 4];
     let mut w = 0;
     while w < words {
@@ -80,7 +80,7 @@ pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
 #[target_feature(enable = "avx2")]
 pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
     let words = gv.len();
-    debug_assert!(words % 4 == 0 && lv.len() == words);
+    debug_assert!(words.is_multiple_of(4) && lv.len() == words);
     debug_assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
     let mut acc = [_mm256_setzero_si256(); 4];
     let mut w = 0;

@@ -22,7 +22,7 @@ unsafe fn load(p: *const u64) -> __m512i {
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
 pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     let words = b.len();
-    debug_assert!(words % 8 == 0 && a.iter().all(|r| r.len() == words));
+    debug_assert!(words.is_multiple_of(8) && a.iter().all(|r| r.len() == words));
     let mut acc = [_mm512_setzero_si512(); 4];
     let mut w = 0;
     while w < words {
@@ -51,7 +51,7 @@ pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
 pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
     let words = gv.len();
-    debug_assert!(words % 8 == 0 && lv.len() == words);
+    debug_assert!(words.is_multiple_of(8) && lv.len() == words);
     debug_assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
     let mut acc = [_mm512_setzero_si512(); 4];
     let mut w = 0;

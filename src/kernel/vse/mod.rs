@@ -43,59 +43,7 @@ mod scalar;
 
 use std::cell::RefCell;
 
-/// Instruction set a VSE kernel runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Isa {
-    /// Portable Rust; the reference every other path must equal.
-    Scalar,
-    /// x86-64 AVX2 (and POPCNT): 8 lanes of u32, 4 of u64.
-    Avx2,
-    /// x86-64 AVX-512 (F, BW, VL, and POPCNT): 16 lanes of u32, 8 of u64.
-    Avx512,
-}
-
-impl Isa {
-    /// Every instruction set, best first.
-    const ALL: [Isa; 3] = [Isa::Avx512, Isa::Avx2, Isa::Scalar];
-
-    /// The best instruction set this CPU supports (runtime detection).
-    pub fn detect() -> Isa {
-        Isa::ALL
-            .into_iter()
-            .find(|isa| isa.is_available())
-            .unwrap_or(Isa::Scalar)
-    }
-
-    /// Whether this CPU can run `self` (`Scalar` always).
-    pub fn is_available(self) -> bool {
-        match self {
-            Isa::Scalar => true,
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => {
-                std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("popcnt")
-            }
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => {
-                std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512bw")
-                    && std::arch::is_x86_feature_detected!("avx512vl")
-                    && std::arch::is_x86_feature_detected!("popcnt")
-            }
-            #[cfg(not(target_arch = "x86_64"))]
-            Isa::Avx2 | Isa::Avx512 => false,
-        }
-    }
-
-    /// `"scalar"`, `"avx2"` or `"avx512"`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Isa::Scalar => "scalar",
-            Isa::Avx2 => "avx2",
-            Isa::Avx512 => "avx512",
-        }
-    }
-}
+pub use super::isa::Isa;
 
 /// Sorting buffers are padded to a multiple of this many elements (the
 /// widest register holds 16 u32).
