@@ -43,12 +43,11 @@ fn matrix(n: usize, ties: bool, seed: u64) -> RankedMatrix {
 /// interface the execution plan uses (rows of 4 against all columns).
 fn throughput(mut kernel: PairKernel, m: &RankedMatrix) -> f64 {
     let mut out: Vec<PairNumerator> = Vec::with_capacity(m.genes() * m.genes());
+    let all_rows: Vec<u32> = (0..m.genes() as u32).collect();
     let mut round = |kernel: &mut PairKernel| {
         out.clear();
-        let mut i = 0;
-        while i < m.genes() {
-            kernel.block(m, i..(i + 4).min(m.genes()), 0..m.genes(), &mut out);
-            i += 4;
+        for rows in all_rows.chunks(4) {
+            kernel.block(m, rows, 0..m.genes(), &mut out);
         }
         black_box(&out);
     };

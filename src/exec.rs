@@ -161,7 +161,7 @@ impl DisplayAs for KendallExec {
             c.tile_size,
             c.kernel,
         )?;
-        if c.kernel == KernelKind::Bitset {
+        if matches!(c.kernel, KernelKind::Vse | KernelKind::Bitset) {
             write!(f, "{sep}simd{eq}{}", c.isa)?;
         }
         write!(f, "{sep}variant{eq}{}", c.variant)?;
@@ -281,13 +281,18 @@ impl StreamMetrics {
 /// Rows of a tile computed per kernel call (the bitset kernel's register block).
 const BLOCK_ROWS: usize = 4;
 
-/// Walks a partition's tiles in blocks of [`BLOCK_ROWS`] rows × `block_cols` columns.
+/// Walks a partition's tiles in blocks of [`BLOCK_ROWS`] rows × `block_cols`
+/// columns. Within a tile, rows without ties come first, so that the
+/// bitset kernel's tie-free fast path covers every pair it can.
 #[derive(Debug)]
 struct BlockCursor {
     tiles: Range<u64>,
-    rows: Range<usize>,
+    /// The current tile's rows in visiting order.
+    rows: Vec<u32>,
     cols: Range<usize>,
-    i: usize,
+    /// Start of the current row group in `rows`.
+    group: usize,
+    /// Next column of the current row group.
     j: usize,
     block_cols: usize,
 }
@@ -296,37 +301,50 @@ impl BlockCursor {
     fn new(tiles: Range<u64>, block_cols: usize) -> Self {
         Self {
             tiles,
-            rows: 0..0,
+            rows: Vec::new(),
             cols: 0..0,
-            i: 0,
+            group: 0,
             j: 0,
             block_cols,
         }
     }
 
     /// The next block (rows, columns) of the partition, or `None` at its end.
-    fn next_block(&mut self, grid: &TileGrid) -> Option<(Range<usize>, Range<usize>)> {
+    fn next_block(
+        &mut self,
+        grid: &TileGrid,
+        m: &RankedMatrix,
+    ) -> Option<(Range<usize>, Range<usize>)> {
         loop {
-            // Diagonal tiles hold only j > i: start each row group's columns there.
-            let first_col = self.cols.start.max(self.i + 1);
-            if self.j < first_col {
-                self.j = first_col;
-            }
-            if self.i < self.rows.end && self.j < self.cols.end {
-                let rows = self.i..(self.i + BLOCK_ROWS).min(self.rows.end);
-                let cols = self.j..(self.j + self.block_cols).min(self.cols.end);
-                self.j = cols.end;
-                return Some((rows, cols));
-            }
-            if self.i < self.rows.end {
-                self.i = (self.i + BLOCK_ROWS).min(self.rows.end);
+            if self.group < self.rows.len() {
+                let rows = self.group..(self.group + BLOCK_ROWS).min(self.rows.len());
+                // Diagonal tiles hold only j > i: skip columns no row needs.
+                let lowest = self.rows[rows.clone()]
+                    .iter()
+                    .min()
+                    .map_or(0, |&i| i as usize);
+                let start = self.j.max(self.cols.start).max(lowest + 1);
+                if start < self.cols.end {
+                    let cols = start..(start + self.block_cols).min(self.cols.end);
+                    self.j = cols.end;
+                    return Some((rows, cols));
+                }
+                self.group = rows.end;
                 self.j = 0;
                 continue;
             }
             let tile = self.tiles.next()?;
-            self.rows = grid.rows(tile);
+            let rows = grid.rows(tile);
+            self.rows.clear();
+            self.rows.extend(
+                rows.clone()
+                    .filter(|&i| m.tie_pairs(i) == 0)
+                    .map(|i| i as u32),
+            );
+            self.rows
+                .extend(rows.filter(|&i| m.tie_pairs(i) > 0).map(|i| i as u32));
             self.cols = grid.cols(tile);
-            self.i = self.rows.start;
+            self.group = 0;
             self.j = 0;
         }
     }
@@ -426,8 +444,9 @@ impl PairStream {
             }
             self.pending.clear();
             self.pending_pos = 0;
-            match self.cursor.next_block(&prepared.grid) {
+            match self.cursor.next_block(&prepared.grid, m) {
                 Some((rows, cols)) => {
+                    let rows = &self.cursor.rows[rows];
                     self.kernel.block(m, rows, cols, &mut self.pending);
                     self.metrics.pairs.add(self.pending.len());
                 }

@@ -70,7 +70,8 @@ fn check_all_kernels(values: &[f64], genes: usize, n: usize, what: &str) {
         }
         // Blocks: every pair j > i exactly once.
         let mut out: Vec<PairNumerator> = Vec::new();
-        kernel.block(&m, 0..genes, 0..genes, &mut out);
+        let rows: Vec<u32> = (0..genes as u32).collect();
+        kernel.block(&m, &rows, 0..genes, &mut out);
         assert_eq!(out.len(), genes * (genes - 1) / 2, "kernel #{k}");
         for p in out {
             assert!(p.i < p.j);
@@ -134,5 +135,17 @@ fn kernels_agree_on_constant_sorted_and_reversed_genes() {
         let n0 = pair_count(n) as i64;
         assert_eq!(naive::numerator(m.ranks(0), m.ranks(1)), -n0);
         assert_eq!(naive::numerator(m.ranks(0), m.ranks(2)), 0);
+    }
+}
+
+#[test]
+fn kernels_agree_when_tie_free_and_tied_genes_mix() {
+    // Genes 0..4 have no ties, 4..9 have ties: the bitset kernel's tie-free
+    // row groups then meet tied columns, and mixed groups occur.
+    let mut rng = SmallRng::seed_from_u64(4);
+    for n in [5, 57, 64, 65, 310] {
+        let mut v = random_matrix(&mut rng, 4, n, None);
+        v.extend(random_matrix(&mut rng, 5, n, Some(3)));
+        check_all_kernels(&v, 9, n, "mixed");
     }
 }

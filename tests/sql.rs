@@ -31,7 +31,7 @@ fn assert_matches_reference(got: &[Pair], expected: &[Pair], tol: f64) {
 #[tokio::test]
 async fn tau_b_matches_scipy_on_real_data_with_ties() {
     let expected = reference("tests/data/bladder_ties_reference.csv");
-    for kernel in ["naive", "gse", "bitset", "auto"] {
+    for kernel in ["naive", "gse", "vse", "bitset", "auto"] {
         let ctx = ctx(3);
         let got = pairs(
             &ctx,
@@ -45,7 +45,7 @@ async fn tau_b_matches_scipy_on_real_data_with_ties() {
 #[tokio::test]
 async fn tau_a_matches_exact_reference() {
     let expected = reference("tests/data/bladder_ties_reference_a.csv");
-    for kernel in ["naive", "gse", "bitset"] {
+    for kernel in ["naive", "gse", "vse", "bitset"] {
         let ctx = ctx(2);
         let got = pairs(
             &ctx,
@@ -329,11 +329,20 @@ async fn limit_stops_the_computation_early() {
 }
 
 #[tokio::test]
-async fn every_instruction_set_gives_identical_bits() {
+async fn every_kernel_and_instruction_set_gives_identical_bits() {
     let mut baseline: Option<Vec<(String, String, u64)>> = None;
-    for simd in ["scalar", "avx2", "avx512"] {
+    for (kernel, simd) in [
+        ("naive", "auto"),
+        ("gse", "auto"),
+        ("vse", "scalar"),
+        ("vse", "avx2"),
+        ("vse", "avx512"),
+        ("bitset", "scalar"),
+        ("bitset", "avx2"),
+        ("bitset", "avx512"),
+    ] {
         let ctx = ctx(2);
-        let set = format!("SET kendall.kernel = 'bitset'; SET kendall.simd = '{simd}'");
+        let set = format!("SET kendall.kernel = '{kernel}'; SET kendall.simd = '{simd}'");
         if let Err(e) = run(
             &ctx,
             &format!("{set}; EXPLAIN SELECT * FROM kendall_all_pairs('{TIES}')"),
@@ -357,7 +366,7 @@ async fn every_instruction_set_gives_identical_bits() {
         bits.sort();
         match &baseline {
             None => baseline = Some(bits),
-            Some(b) => assert_eq!(&bits, b, "simd={simd}"),
+            Some(b) => assert_eq!(&bits, b, "kernel={kernel} simd={simd}"),
         }
     }
     assert!(baseline.is_some());

@@ -293,14 +293,15 @@ impl PairKernel {
     pub fn block(
         &mut self,
         m: &RankedMatrix,
-        rows: Range<usize>,
+        rows: &[u32],
         cols: Range<usize>,
         out: &mut Vec<PairNumerator>,
     ) {
         if let Some(b) = &self.bitset {
             return b.block(m, rows, cols, out);
         }
-        for i in rows {
+        for &i in rows {
+            let i = i as usize;
             for j in cols.start.max(i + 1)..cols.end {
                 let s = self.numerator(m, i, j);
                 out.push(PairNumerator {

@@ -73,12 +73,13 @@ pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     ]
 }
 
-/// `[pc((gu_k & lv) | (lu_k & gv)) for k in 0..4]`; slices as in [`xor_pop4`].
+/// `[S_k for k in 0..4]` with `S = pc((Gu & Gv) | (Lu & Lv)) - pc((Gu & Lv) | (Lu & Gv))`;
+/// slices as in [`xor_pop4`].
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+pub unsafe fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
     let words = gv.len();
     debug_assert!(words.is_multiple_of(4) && lv.len() == words);
     debug_assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
@@ -90,11 +91,12 @@ pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]
             let g = load(gv.as_ptr().add(w));
             let l = load(lv.as_ptr().add(w));
             for k in 0..4 {
-                let d = _mm256_or_si256(
-                    _mm256_and_si256(load(gu[k].as_ptr().add(w)), l),
-                    _mm256_and_si256(load(lu[k].as_ptr().add(w)), g),
-                );
-                acc[k] = _mm256_add_epi64(acc[k], popcnt256(d));
+                let a = load(gu[k].as_ptr().add(w));
+                let b = load(lu[k].as_ptr().add(w));
+                let c = _mm256_or_si256(_mm256_and_si256(a, g), _mm256_and_si256(b, l));
+                let d = _mm256_or_si256(_mm256_and_si256(a, l), _mm256_and_si256(b, g));
+                let diff = _mm256_sub_epi64(popcnt256(c), popcnt256(d));
+                acc[k] = _mm256_add_epi64(acc[k], diff);
             }
         }
         w += 4;
@@ -105,4 +107,5 @@ pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]
         reduce(acc[2]),
         reduce(acc[3]),
     ]
+    .map(|x| x as i64)
 }

@@ -44,12 +44,13 @@ pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     ]
 }
 
-/// `[pc((gu_k & lv) | (lu_k & gv)) for k in 0..4]`; slices as in [`xor_pop4`].
+/// `[S_k for k in 0..4]` with `S = pc((Gu & Gv) | (Lu & Lv)) - pc((Gu & Lv) | (Lu & Gv))`;
+/// slices as in [`xor_pop4`].
 ///
 /// # Safety
 /// The CPU must support AVX-512 F and VPOPCNTDQ.
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+pub unsafe fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
     let words = gv.len();
     debug_assert!(words.is_multiple_of(8) && lv.len() == words);
     debug_assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
@@ -61,19 +62,20 @@ pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]
             let g = load(gv.as_ptr().add(w));
             let l = load(lv.as_ptr().add(w));
             for k in 0..4 {
-                let d = _mm512_or_si512(
-                    _mm512_and_si512(load(gu[k].as_ptr().add(w)), l),
-                    _mm512_and_si512(load(lu[k].as_ptr().add(w)), g),
-                );
-                acc[k] = _mm512_add_epi64(acc[k], _mm512_popcnt_epi64(d));
+                let a = load(gu[k].as_ptr().add(w));
+                let b = load(lu[k].as_ptr().add(w));
+                let c = _mm512_or_si512(_mm512_and_si512(a, g), _mm512_and_si512(b, l));
+                let d = _mm512_or_si512(_mm512_and_si512(a, l), _mm512_and_si512(b, g));
+                let diff = _mm512_sub_epi64(_mm512_popcnt_epi64(c), _mm512_popcnt_epi64(d));
+                acc[k] = _mm512_add_epi64(acc[k], diff);
             }
         }
         w += 8;
     }
     [
-        _mm512_reduce_add_epi64(acc[0]) as u64,
-        _mm512_reduce_add_epi64(acc[1]) as u64,
-        _mm512_reduce_add_epi64(acc[2]) as u64,
-        _mm512_reduce_add_epi64(acc[3]) as u64,
+        _mm512_reduce_add_epi64(acc[0]),
+        _mm512_reduce_add_epi64(acc[1]),
+        _mm512_reduce_add_epi64(acc[2]),
+        _mm512_reduce_add_epi64(acc[3]),
     ]
 }

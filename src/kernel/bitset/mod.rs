@@ -4,9 +4,9 @@
 //! two bit-planes over them, built once per query: G (x_b > x_a) and
 //! L (x_b < x_a). For genes u, v the discordant pairs are
 //! `nd = pc((Gu & Lv) | (Lu & Gv))`, which for two genes without ties is
-//! `pc(Gu ^ Gv)`; joint ties are `n3 = pc(!(Gu | Lu | Gv | Lv))` over the
-//! real bits, and `S = n0 - n1 - n2 + n3 - 2·nd` as for every kernel. That is
-//! O(n²/64) word operations per pair with no sorting and no branches.
+//! `pc(Gu ^ Gv)`, so then `S = n0 - 2·nd`. With ties in either gene,
+//! `S = pc((Gu & Gv) | (Lu & Lv)) - nd` directly. That is O(n²/64) word
+//! operations per pair with no sorting and no branches.
 //!
 //! Pairs are computed four rows at a time against a streamed column gene
 //! ([`Bitset::block`]), so each loaded column word serves four popcounts.
@@ -43,7 +43,6 @@ pub fn plane_bytes(genes: usize, samples: usize) -> u64 {
 #[derive(Debug)]
 pub struct BitPlanes {
     words: usize,
-    padding_bits: u64,
     /// genes × words, row-major.
     g: Vec<u64>,
     /// genes × words, row-major.
@@ -63,12 +62,7 @@ impl BitPlanes {
                 .enumerate()
                 .for_each(|(gene, (g, l))| fill_planes(m.ranks(gene), g, l));
         }
-        Self {
-            words,
-            padding_bits: words as u64 * 64 - pair_count(n),
-            g,
-            l,
-        }
+        Self { words, g, l }
     }
 
     /// Words per plane.
@@ -86,15 +80,6 @@ impl BitPlanes {
     #[inline]
     pub fn l(&self, gene: usize) -> &[u64] {
         &self.l[gene * self.words..(gene + 1) * self.words]
-    }
-
-    /// Joint ties `n3` of genes `u` and `v`.
-    fn joint_ties(&self, u: usize, v: usize) -> u64 {
-        let (gu, lu, gv, lv) = (self.g(u), self.l(u), self.g(v), self.l(v));
-        let untied: u64 = (0..self.words)
-            .map(|w| u64::from((!(gu[w] | lu[w] | gv[w] | lv[w])).count_ones()))
-            .sum();
-        untied - self.padding_bits
     }
 }
 
@@ -148,51 +133,42 @@ impl Bitset {
         self.isa
     }
 
-    /// `S` for `i` in `rows` and `j` in `cols` with `j > i`, appended to `out`.
+    /// `S` for every `i` in `rows` and `j` in `cols` with `j > i`, appended
+    /// to `out`. Rows are taken four at a time; a group whose rows and column
+    /// have no ties takes the `n0 - 2·pc(Gu ^ Gv)` path, so callers should
+    /// list tie-free rows together.
     pub fn block(
         &self,
         m: &RankedMatrix,
-        rows: Range<usize>,
+        rows: &[u32],
         cols: Range<usize>,
         out: &mut Vec<PairNumerator>,
     ) {
         let p = &*self.planes;
-        let n0 = m.n0();
-        let mut i0 = rows.start;
-        while i0 < rows.end {
-            let r = (rows.end - i0).min(4);
-            // Rows past the group's end repeat its last row; their results are dropped.
-            let idx: [usize; 4] = std::array::from_fn(|k| i0 + k.min(r - 1));
-            let gu = idx.map(|i| p.g(i));
-            let lu = idx.map(|i| p.l(i));
-            let rows_tie_free = idx.iter().all(|&i| m.tie_pairs(i) == 0);
-            for j in cols.start.max(i0 + 1)..cols.end {
-                let tie_free = rows_tie_free && m.tie_pairs(j) == 0;
-                let nd = if tie_free {
-                    self.xor_pop4(gu, p.g(j))
+        let n0 = i64::try_from(m.n0()).expect("n0 fits i64");
+        for group in rows.chunks(4) {
+            let r = group.len();
+            // Lanes past the group's end repeat its last row; their results are dropped.
+            let idx: [usize; 4] = std::array::from_fn(|k| group[k.min(r - 1)] as usize);
+            let (gu, lu) = (idx.map(|i| p.g(i)), idx.map(|i| p.l(i)));
+            let rows_tie_free = group.iter().all(|&i| m.tie_pairs(i as usize) == 0);
+            let lowest = group.iter().copied().min().unwrap_or(0) as usize;
+            for j in cols.start.max(lowest + 1)..cols.end {
+                let s = if rows_tie_free && m.tie_pairs(j) == 0 {
+                    self.xor_pop4(gu, p.g(j)).map(|nd| n0 - 2 * nd as i64)
                 } else {
-                    self.disc_pop4(gu, lu, p.g(j), p.l(j))
+                    self.s_pop4(gu, lu, p.g(j), p.l(j))
                 };
                 for (k, &i) in idx.iter().enumerate().take(r) {
-                    if j <= i {
-                        continue;
+                    if j > i {
+                        out.push(PairNumerator {
+                            i: i as u32,
+                            j: j as u32,
+                            s: s[k],
+                        });
                     }
-                    let (n1, n2) = (m.tie_pairs(i), m.tie_pairs(j));
-                    let n3 = if n1 > 0 && n2 > 0 {
-                        p.joint_ties(i, j)
-                    } else {
-                        0
-                    };
-                    let s = i128::from(n0) - i128::from(n1) - i128::from(n2) + i128::from(n3)
-                        - 2 * i128::from(nd[k]);
-                    out.push(PairNumerator {
-                        i: i as u32,
-                        j: j as u32,
-                        s: s as i64,
-                    });
                 }
             }
-            i0 += r;
         }
     }
 
@@ -200,7 +176,7 @@ impl Bitset {
     pub fn numerator(&self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
         let mut out = Vec::with_capacity(1);
         let (lo, hi) = (i.min(j), i.max(j));
-        self.block(m, lo..lo + 1, hi..hi + 1, &mut out);
+        self.block(m, &[lo as u32], hi..hi + 1, &mut out);
         out.first().map_or(0, |p| p.s)
     }
 
@@ -218,15 +194,15 @@ impl Bitset {
     }
 
     #[inline]
-    fn disc_pop4(&self, gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+    fn s_pop4(&self, gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
         match self.isa {
             // SAFETY: `new` checked that the CPU supports this instruction set.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { avx512::disc_pop4(gu, lu, gv, lv) },
+            Isa::Avx512 => unsafe { avx512::s_pop4(gu, lu, gv, lv) },
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => unsafe { avx2::disc_pop4(gu, lu, gv, lv) },
-            _ => scalar_disc_pop4(gu, lu, gv, lv),
+            Isa::Avx2 => unsafe { avx2::s_pop4(gu, lu, gv, lv) },
+            _ => scalar_s_pop4(gu, lu, gv, lv),
         }
     }
 }
@@ -242,13 +218,13 @@ fn scalar_xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
 }
 
 /// The scalar path, with the POPCNT instruction where the CPU has it.
-fn scalar_disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+fn scalar_s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("popcnt") {
         // SAFETY: the CPU supports popcnt (checked just above).
-        return unsafe { scalar::popcnt_disc_pop4(gu, lu, gv, lv) };
+        return unsafe { scalar::popcnt_s_pop4(gu, lu, gv, lv) };
     }
-    scalar::disc_pop4(gu, lu, gv, lv)
+    scalar::s_pop4(gu, lu, gv, lv)
 }
 
 #[cfg(test)]
@@ -292,7 +268,8 @@ mod tests {
                 for isa in Isa::ALL.into_iter().filter(|i| i.is_available()) {
                     let kernel = Bitset::new(isa, Arc::clone(&planes));
                     let mut out = Vec::new();
-                    kernel.block(&m, 0..genes, 0..genes, &mut out);
+                    let rows: Vec<u32> = (0..genes as u32).collect();
+                    kernel.block(&m, &rows, 0..genes, &mut out);
                     assert_eq!(out.len(), genes * (genes - 1) / 2);
                     for p in &out {
                         let (i, j) = (p.i as usize, p.j as usize);

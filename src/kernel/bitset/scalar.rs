@@ -16,13 +16,17 @@ pub fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     acc
 }
 
-/// `[pc((gu_k & lv) | (lu_k & gv)) for k in 0..4]`: discordant sample pairs.
+/// `[S_k for k in 0..4]` with `S = pc((Gu & Gv) | (Lu & Lv)) - pc((Gu & Lv) | (Lu & Gv))`:
+/// concordant minus discordant sample pairs, exact with ties in either gene.
 #[inline(always)]
-pub fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
-    let mut acc = [0u64; 4];
+pub fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
+    let mut acc = [0i64; 4];
     for (w, (&g, &l)) in gv.iter().zip(lv).enumerate() {
         for k in 0..4 {
-            acc[k] += u64::from(((gu[k][w] & l) | (lu[k][w] & g)).count_ones());
+            let (a, b) = (gu[k][w], lu[k][w]);
+            let concordant = ((a & g) | (b & l)).count_ones();
+            let discordant = ((a & l) | (b & g)).count_ones();
+            acc[k] += i64::from(concordant) - i64::from(discordant);
         }
     }
     acc
@@ -38,17 +42,12 @@ pub unsafe fn popcnt_xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     xor_pop4(a, b)
 }
 
-/// [`disc_pop4`] with the POPCNT instruction.
+/// [`s_pop4`] with the POPCNT instruction.
 ///
 /// # Safety
 /// The CPU must support `popcnt`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
-pub unsafe fn popcnt_disc_pop4(
-    gu: [&[u64]; 4],
-    lu: [&[u64]; 4],
-    gv: &[u64],
-    lv: &[u64],
-) -> [u64; 4] {
-    disc_pop4(gu, lu, gv, lv)
+pub unsafe fn popcnt_s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
+    s_pop4(gu, lu, gv, lv)
 }
