@@ -3,6 +3,7 @@
 //! ```text
 //! cargo bench --bench kernels                 # n = 57, 128, 310, 1000
 //! cargo bench --bench kernels -- 57 310       # chosen n
+//! cargo bench --bench kernels -- 5000 vse bitset   # chosen n and kernels
 //! ```
 //!
 //! For each n: 48 random genes (no ties, and with ties: values from n/4
@@ -63,9 +64,13 @@ fn throughput(mut kernel: PairKernel, m: &RankedMatrix) -> f64 {
 }
 
 fn main() {
-    let sizes: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
+    // Kernel names among the arguments restrict the run to those kernels.
+    let only: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| ["naive", "gse", "vse", "bitset"].contains(a))
         .collect();
     let sizes = if sizes.is_empty() {
         vec![57, 128, 310, 1000]
@@ -89,6 +94,9 @@ fn main() {
             let mut naive = f64::NAN;
             let mut gse = f64::NAN;
             for (kind, isa) in runs {
+                if !only.is_empty() && !only.contains(&kind.to_string().as_str()) {
+                    continue;
+                }
                 let kernel = PairKernel::new(kind, n, isa, Some(Arc::clone(&planes))).unwrap();
                 let rate = throughput(kernel, &m);
                 match kind {

@@ -92,7 +92,8 @@ impl TableProvider for KendallTable {
             .reduce(TauPredicate::and);
         let (genes, samples) = (self.spec.genes, self.spec.samples.len());
         let memory_limit = options.memory_limit as u64;
-        let kernel = options.kernel.resolve(genes, samples, memory_limit);
+        let isa = options.simd.resolve()?;
+        let kernel = options.kernel.resolve(genes, samples, memory_limit, isa);
         let planes = bitset::plane_bytes(genes, samples);
         if kernel == KernelKind::Bitset && planes > memory_limit {
             return plan_err!(
@@ -104,7 +105,7 @@ impl TableProvider for KendallTable {
         let scan = ScanConfig {
             variant: options.variant,
             kernel,
-            isa: options.simd.resolve()?,
+            isa,
             tile_size: options.tile_size.max(1),
             partitions: config.execution.target_partitions.max(1),
             batch_size: usize::from(config.execution.batch_size).max(1),
