@@ -244,6 +244,10 @@ impl ExecutionPlan for KendallExec {
                     }
                 })
                 .await?;
+            // Partitions that waited for the load are woken by the one that
+            // did it, onto its worker's LIFO slot, where no other worker can
+            // steal them: yield once so they spread over the runtime.
+            tokio::task::yield_now().await;
             PairStream::try_new(
                 Arc::clone(prepared),
                 partition,
