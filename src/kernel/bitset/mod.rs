@@ -118,6 +118,9 @@ fn put_bits(plane: &mut [u64], at: usize, value: u64) {
 #[derive(Debug, Clone)]
 pub struct Bitset {
     isa: Isa,
+    /// The scalar path may use the POPCNT instruction (detected once, here).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    popcnt: bool,
     planes: Arc<BitPlanes>,
 }
 
@@ -125,7 +128,15 @@ impl Bitset {
     /// A kernel over `planes`. `isa` must be available (see [`Isa::is_available`]).
     pub fn new(isa: Isa, planes: Arc<BitPlanes>) -> Self {
         assert!(isa.is_available(), "{isa} is not available on this CPU");
-        Self { isa, planes }
+        #[cfg(target_arch = "x86_64")]
+        let popcnt = std::arch::is_x86_feature_detected!("popcnt");
+        #[cfg(not(target_arch = "x86_64"))]
+        let popcnt = false;
+        Self {
+            isa,
+            popcnt,
+            planes,
+        }
     }
 
     /// The instruction set this kernel runs.
@@ -189,7 +200,10 @@ impl Bitset {
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => unsafe { avx2::xor_pop4(a, b) },
-            _ => scalar_xor_pop4(a, b),
+            // SAFETY: `new` detected popcnt.
+            #[cfg(target_arch = "x86_64")]
+            _ if self.popcnt => unsafe { scalar::popcnt_xor_pop4(a, b) },
+            _ => scalar::xor_pop4(a, b),
         }
     }
 
@@ -202,29 +216,12 @@ impl Bitset {
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
             Isa::Avx2 => unsafe { avx2::s_pop4(gu, lu, gv, lv) },
-            _ => scalar_s_pop4(gu, lu, gv, lv),
+            // SAFETY: `new` detected popcnt.
+            #[cfg(target_arch = "x86_64")]
+            _ if self.popcnt => unsafe { scalar::popcnt_s_pop4(gu, lu, gv, lv) },
+            _ => scalar::s_pop4(gu, lu, gv, lv),
         }
     }
-}
-
-/// The scalar path, with the POPCNT instruction where the CPU has it.
-fn scalar_xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("popcnt") {
-        // SAFETY: the CPU supports popcnt (checked just above).
-        return unsafe { scalar::popcnt_xor_pop4(a, b) };
-    }
-    scalar::xor_pop4(a, b)
-}
-
-/// The scalar path, with the POPCNT instruction where the CPU has it.
-fn scalar_s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("popcnt") {
-        // SAFETY: the CPU supports popcnt (checked just above).
-        return unsafe { scalar::popcnt_s_pop4(gu, lu, gv, lv) };
-    }
-    scalar::s_pop4(gu, lu, gv, lv)
 }
 
 #[cfg(test)]
