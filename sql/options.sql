@@ -1,7 +1,8 @@
--- Session options: coefficient variant, kernel and tile size.
+-- Session options: coefficient variant, kernel, instruction set, tile size.
 -- Run: cargo run -- -f sql/options.sql
 SET kendall.variant = 'a';       -- tau-a; 'b' (tau-b) is the default
-SET kendall.kernel = 'gse';      -- auto | naive | gse
+SET kendall.kernel = 'vse';      -- auto | naive | gse | vse | bitset
+SET kendall.simd = 'auto';       -- auto | avx512 | avx2 | scalar
 SET kendall.tile_size = 128;     -- genes per tile edge
 
 SELECT * FROM kendall_all_pairs('data/demo_expression.parquet', 'gene_id')
