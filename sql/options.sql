@@ -1,6 +1,6 @@
 -- Session options: coefficient variant, kernel, instruction set, tile size.
 -- Run: cargo run -- -f sql/options.sql
-SET kendall.variant = 'a';       -- tau-a; 'b' (tau-b) is the default
+SET kendall.variant = 'a';       -- 'a' | 'b' (tau-b, the default) | 'c' (tau-c)
 SET kendall.kernel = 'vse';      -- auto | naive | gse | vse | bitset
 SET kendall.simd = 'auto';       -- auto | avx512 | avx2 | scalar
 SET kendall.tile_size = 128;     -- genes per tile edge

@@ -427,7 +427,7 @@ impl PairStream {
         let capacity = self.capacity();
         let prepared = Arc::clone(&self.prepared);
         let m = &prepared.matrix;
-        let n0 = m.n0();
+        let samples = m.samples();
         loop {
             while self.pending_pos < self.pending.len() {
                 if self.out_tau.len() >= capacity {
@@ -436,7 +436,7 @@ impl PairStream {
                 let p = self.pending[self.pending_pos];
                 self.pending_pos += 1;
                 let (i, j) = (p.i as usize, p.j as usize);
-                let t = tau(self.variant, p.s, n0, m.tie_pairs(i), m.tie_pairs(j));
+                let t = tau(self.variant, p.s, samples, m.ties(i), m.ties(j));
                 if self.predicate.as_ref().is_none_or(|pred| pred.eval(t)) {
                     self.out_i.push(p.i);
                     self.out_j.push(p.j);

@@ -22,7 +22,7 @@ extensions_options! {
     /// Register them with [`crate::register`]; change them with SQL
     /// (`SET kendall.variant = 'a'`).
     pub struct KendallOptions {
-        /// Coefficient: 'b' (tau-b, tie-corrected, the default) or 'a' (tau-a).
+        /// Coefficient: 'b' (tau-b, tie-corrected, the default), 'a' (tau-a) or 'c' (Stuart's tau-c).
         pub variant: Variant, default = Variant::B
         /// Kernel: 'auto' (the fastest for the data), 'naive', 'gse' or 'bitset'.
         pub kernel: KernelChoice, default = KernelChoice::Auto

@@ -60,6 +60,23 @@ async fn tau_a_matches_exact_reference() {
 }
 
 #[tokio::test]
+async fn tau_c_matches_scipy() {
+    let expected = reference("tests/data/bladder_ties_reference_c.csv");
+    for kernel in ["gse", "bitset"] {
+        let ctx = ctx(2);
+        let got = pairs(
+            &ctx,
+            &format!(
+                "SET kendall.variant = 'c'; SET kendall.kernel = '{kernel}'; \
+                 SELECT * FROM kendall_all_pairs('{TIES}')"
+            ),
+        )
+        .await;
+        assert_matches_reference(&got, &expected, 1e-12);
+    }
+}
+
+#[tokio::test]
 async fn demo_head_matches_scipy() {
     let dir = tempfile::tempdir().unwrap();
     let head = dir.path().join("head.parquet");

@@ -2,7 +2,7 @@
 
 use rayon::prelude::*;
 
-use crate::kernel::pair_count;
+use crate::kernel::{GeneTies, pair_count};
 
 /// Dense ranks and tie statistics of every gene, the form all kernels read.
 ///
@@ -88,6 +88,15 @@ impl RankedMatrix {
     /// Number of distinct values of gene `g`.
     pub fn distinct(&self, g: usize) -> u32 {
         self.distinct[g]
+    }
+
+    /// The tie statistics of gene `g` that tau needs.
+    #[inline]
+    pub fn ties(&self, g: usize) -> GeneTies {
+        GeneTies {
+            tie_pairs: self.ties[g],
+            distinct: self.distinct[g],
+        }
     }
 }
 

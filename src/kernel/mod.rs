@@ -36,6 +36,9 @@ pub enum Variant {
     /// reported by R, scipy and pandas. The default.
     #[default]
     B,
+    /// Stuart's tau-c: `2S / (n²(k-1)/k)`, k = the smaller number of
+    /// distinct values of the two genes; for rectangular contingency tables.
+    C,
 }
 
 /// The kernel a user asks for (`SET kendall.kernel = ...`).
@@ -107,6 +110,7 @@ impl fmt::Display for Variant {
         f.write_str(match self {
             Variant::A => "a",
             Variant::B => "b",
+            Variant::C => "c",
         })
     }
 }
@@ -117,8 +121,9 @@ impl FromStr for Variant {
         match s.trim().to_ascii_lowercase().as_str() {
             "a" | "tau_a" | "tau-a" => Ok(Variant::A),
             "b" | "tau_b" | "tau-b" => Ok(Variant::B),
+            "c" | "tau_c" | "tau-c" => Ok(Variant::C),
             other => Err(DataFusionError::Configuration(format!(
-                "kendall.variant must be 'a' or 'b', got '{other}'"
+                "kendall.variant must be 'a', 'b' or 'c', got '{other}'"
             ))),
         }
     }
@@ -193,17 +198,29 @@ pub fn pair_count(samples: usize) -> u64 {
     n * n.saturating_sub(1) / 2
 }
 
-/// Kendall tau from the integer numerator `s = nc - nd`.
+/// What tau needs to know of one gene besides the pair's numerator;
+/// computed once per gene by [`RankedMatrix`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GeneTies {
+    /// Tied sample pairs, `Σ t(t-1)/2` over groups of equal values.
+    pub tie_pairs: u64,
+    /// Number of distinct values.
+    pub distinct: u32,
+}
+
+/// Kendall tau from the integer numerator `s = nc - nd` of two genes of
+/// `samples` values with tie statistics `u` and `v`.
 ///
-/// `n0` is the number of sample pairs and `n1`, `n2` the pairs tied within
-/// each gene. tau-b of a constant gene (zero denominator) is NaN. The square
-/// root is taken of the exact integer product when that product is exactly
-/// representable, so tau-b is rounded twice at most.
-pub fn tau(variant: Variant, s: i64, n0: u64, n1: u64, n2: u64) -> f64 {
+/// tau-b of a constant gene (zero denominator) is NaN, as is tau-c when a
+/// gene has a single distinct value. Numerators and denominators are exact
+/// integers; the square root of tau-b is taken of the exact product when
+/// that product is exactly representable, so tau is rounded twice at most.
+pub fn tau(variant: Variant, s: i64, samples: usize, u: GeneTies, v: GeneTies) -> f64 {
+    let n0 = pair_count(samples);
     match variant {
         Variant::A => s as f64 / n0 as f64,
         Variant::B => {
-            let (a, b) = (n0 - n1, n0 - n2);
+            let (a, b) = (n0 - u.tie_pairs, n0 - v.tie_pairs);
             if a == 0 || b == 0 {
                 return f64::NAN;
             }
@@ -216,6 +233,16 @@ pub fn tau(variant: Variant, s: i64, n0: u64, n1: u64, n2: u64) -> f64 {
                 (a as f64).sqrt() * (b as f64).sqrt()
             };
             (s as f64 / denom).clamp(-1.0, 1.0)
+        }
+        Variant::C => {
+            let k = u.distinct.min(v.distinct);
+            if k <= 1 {
+                return f64::NAN;
+            }
+            // 2S / (n²(k-1)/k) = 2Sk / (n²(k-1)), both sides exact integers.
+            let num = 2 * i128::from(s) * i128::from(k);
+            let den = (samples as u128).pow(2) * u128::from(k - 1);
+            num as f64 / den as f64
         }
     }
 }
@@ -325,18 +352,43 @@ mod tests {
 
     #[test]
     fn tau_b_of_constant_gene_is_nan() {
-        assert!(tau(Variant::B, 0, 10, 10, 0).is_nan());
-        assert!(tau(Variant::B, 0, 10, 0, 10).is_nan());
-        assert_eq!(tau(Variant::A, 0, 10, 10, 0), 0.0);
+        // n = 5 samples, n0 = 10.
+        let constant = GeneTies {
+            tie_pairs: 10,
+            distinct: 1,
+        };
+        let distinct = GeneTies {
+            tie_pairs: 0,
+            distinct: 5,
+        };
+        assert!(tau(Variant::B, 0, 5, constant, distinct).is_nan());
+        assert!(tau(Variant::B, 0, 5, distinct, constant).is_nan());
+        assert!(tau(Variant::C, 0, 5, distinct, constant).is_nan());
+        assert_eq!(tau(Variant::A, 0, 5, constant, distinct), 0.0);
     }
 
     #[test]
     fn tau_extremes_are_exact() {
-        assert_eq!(tau(Variant::B, 45, 45, 0, 0), 1.0);
-        assert_eq!(tau(Variant::B, -45, 45, 0, 0), -1.0);
+        // n = 10 samples, n0 = 45.
+        let free = GeneTies {
+            tie_pairs: 0,
+            distinct: 10,
+        };
+        let tied = GeneTies {
+            tie_pairs: 5,
+            distinct: 5,
+        };
+        assert_eq!(tau(Variant::B, 45, 10, free, free), 1.0);
+        assert_eq!(tau(Variant::B, -45, 10, free, free), -1.0);
         // ties: S = sqrt((n0-n1)(n0-n2)) exactly when both genes tie alike
-        assert_eq!(tau(Variant::B, 40, 45, 5, 5), 1.0);
-        assert_eq!(tau(Variant::A, -45, 45, 0, 0), -1.0);
+        assert_eq!(tau(Variant::B, 40, 10, tied, tied), 1.0);
+        assert_eq!(tau(Variant::A, -45, 10, free, free), -1.0);
+        // tau-c without ties and k = n: 2S / (n(n-1)) = S / n0.
+        assert_eq!(tau(Variant::C, 45, 10, free, free), 1.0);
+        assert_eq!(
+            tau(Variant::C, 9, 10, free, tied),
+            2.0 * 9.0 * 5.0 / (100.0 * 4.0)
+        );
     }
 
     #[test]
