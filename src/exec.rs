@@ -8,8 +8,8 @@
 //! cancellation and other tasks are never starved, however selective the
 //! pushed-down filter is.
 
+use std::collections::BTreeSet;
 use std::fmt;
-use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -38,12 +38,13 @@ use futures::{Stream, TryStreamExt};
 use tokio::sync::OnceCell;
 
 use crate::filter::TauPredicate;
+use crate::gene_filter::{GenePredicate, ResolvedGenes};
 use crate::input::{self, InputSpec, RankedMatrix};
 use crate::kernel::bitset::BitPlanes;
 use crate::kernel::isa::Isa;
 use crate::kernel::{KernelKind, PairKernel, PairNumerator, Variant, tau};
 use crate::table::output_schema;
-use crate::tiles::TileGrid;
+use crate::work::{PairCursor, WorkSplit};
 
 /// Longest stretch of computation in one poll of a partition's stream.
 pub const POLL_BUDGET: Duration = Duration::from_millis(20);
@@ -65,6 +66,9 @@ pub struct ScanConfig {
     pub batch_size: usize,
     /// Pushed-down filter on tau, applied exactly.
     pub predicate: Option<Arc<TauPredicate>>,
+    /// Pushed-down filter on the gene columns, applied exactly; when it
+    /// bounds the genes a pair must touch, only those pairs are computed.
+    pub gene_predicate: Option<Arc<GenePredicate>>,
     /// Rows any single partition needs to produce at most.
     pub limit: Option<usize>,
 }
@@ -76,8 +80,10 @@ struct Prepared {
     matrix: RankedMatrix,
     /// Bit-planes, for the bitset kernel only.
     planes: Option<Arc<BitPlanes>>,
-    grid: TileGrid,
-    ranges: Vec<Range<u64>>,
+    /// The pairs to compute, split into partitions.
+    work: WorkSplit,
+    /// The pushed-down gene filter over gene positions.
+    gene_filter: Option<ResolvedGenes>,
 }
 
 /// The execution plan node of `kendall_all_pairs`.
@@ -130,14 +136,33 @@ fn prepare(spec: &InputSpec, config: &ScanConfig) -> Result<Prepared> {
     let matrix = RankedMatrix::from_values(genes, loaded.samples.len(), &loaded.values);
     drop(loaded.values);
     let planes = (config.kernel == KernelKind::Bitset).then(|| Arc::new(BitPlanes::build(&matrix)));
-    let grid = TileGrid::new(genes, config.tile_size);
-    let ranges = grid.balanced_ranges(config.partitions);
+    let positions = |names: &BTreeSet<String>| -> Vec<u32> {
+        let mut found: Vec<u32> = (0..genes)
+            .filter(|&g| names.contains(loaded.genes.value(g)))
+            .map(|g| g as u32)
+            .collect();
+        found.sort_unstable();
+        found
+    };
+    let work = match config.gene_predicate.as_ref().and_then(|p| p.anchors()) {
+        Some((anchor_i, anchor_j)) => WorkSplit::anchors(
+            genes,
+            &positions(&anchor_i),
+            &positions(&anchor_j),
+            config.partitions,
+        ),
+        None => WorkSplit::tiles(genes, config.tile_size, config.partitions),
+    };
+    let gene_filter = config
+        .gene_predicate
+        .as_ref()
+        .map(|p| p.resolve(&loaded.genes));
     Ok(Prepared {
         genes: loaded.genes,
         matrix,
         planes,
-        grid,
-        ranges,
+        work,
+        gene_filter,
     })
 }
 
@@ -167,6 +192,12 @@ impl DisplayAs for KendallExec {
         write!(f, "{sep}variant{eq}{}", c.variant)?;
         if let Some(p) = &c.predicate {
             write!(f, "{sep}filter{eq}{p}")?;
+        }
+        if let Some(p) = &c.gene_predicate {
+            write!(f, "{sep}gene_filter{eq}{p}")?;
+            if p.anchors().is_some() {
+                write!(f, "{sep}pairs{eq}touching")?;
+            }
         }
         if let Some(l) = c.limit {
             write!(f, "{sep}limit{eq}{l}")?;
@@ -282,82 +313,10 @@ impl StreamMetrics {
     }
 }
 
-/// Rows of a tile computed per kernel call (the bitset kernel's register block).
-const BLOCK_ROWS: usize = 4;
-
-/// Walks a partition's tiles in blocks of [`BLOCK_ROWS`] rows × `block_cols`
-/// columns. Within a tile, rows without ties come first, so that the
-/// bitset kernel's tie-free fast path covers every pair it can.
-#[derive(Debug)]
-struct BlockCursor {
-    tiles: Range<u64>,
-    /// The current tile's rows in visiting order.
-    rows: Vec<u32>,
-    cols: Range<usize>,
-    /// Start of the current row group in `rows`.
-    group: usize,
-    /// Next column of the current row group.
-    j: usize,
-    block_cols: usize,
-}
-
-impl BlockCursor {
-    fn new(tiles: Range<u64>, block_cols: usize) -> Self {
-        Self {
-            tiles,
-            rows: Vec::new(),
-            cols: 0..0,
-            group: 0,
-            j: 0,
-            block_cols,
-        }
-    }
-
-    /// The next block (rows, columns) of the partition, or `None` at its end.
-    fn next_block(
-        &mut self,
-        grid: &TileGrid,
-        m: &RankedMatrix,
-    ) -> Option<(Range<usize>, Range<usize>)> {
-        loop {
-            if self.group < self.rows.len() {
-                let rows = self.group..(self.group + BLOCK_ROWS).min(self.rows.len());
-                // Diagonal tiles hold only j > i: skip columns no row needs.
-                let lowest = self.rows[rows.clone()]
-                    .iter()
-                    .min()
-                    .map_or(0, |&i| i as usize);
-                let start = self.j.max(self.cols.start).max(lowest + 1);
-                if start < self.cols.end {
-                    let cols = start..(start + self.block_cols).min(self.cols.end);
-                    self.j = cols.end;
-                    return Some((rows, cols));
-                }
-                self.group = rows.end;
-                self.j = 0;
-                continue;
-            }
-            let tile = self.tiles.next()?;
-            let rows = grid.rows(tile);
-            self.rows.clear();
-            self.rows.extend(
-                rows.clone()
-                    .filter(|&i| m.tie_pairs(i) == 0)
-                    .map(|i| i as u32),
-            );
-            self.rows
-                .extend(rows.filter(|&i| m.tie_pairs(i) > 0).map(|i| i as u32));
-            self.cols = grid.cols(tile);
-            self.group = 0;
-            self.j = 0;
-        }
-    }
-}
-
 /// The batch stream of one partition.
 struct PairStream {
     prepared: Arc<Prepared>,
-    cursor: BlockCursor,
+    cursor: PairCursor,
     /// The partition's blocks are all computed.
     exhausted: bool,
     kernel: PairKernel,
@@ -386,14 +345,13 @@ impl PairStream {
         metrics: StreamMetrics,
     ) -> Result<Self> {
         let samples = prepared.matrix.samples();
-        let tiles = prepared.ranges[partition].clone();
         // Keep a block near 2^24 elementary steps (n² per pair for the
         // naive kernel, less for the others), so a poll never overruns its
         // budget by much.
         let block_cols = ((1usize << 24) / (samples * samples).max(1)).clamp(1, 1024);
         Ok(Self {
             kernel: PairKernel::new(config.kernel, samples, config.isa, prepared.planes.clone())?,
-            cursor: BlockCursor::new(tiles, block_cols),
+            cursor: prepared.work.cursor(partition, block_cols),
             prepared,
             exhausted: false,
             variant: config.variant,
@@ -435,6 +393,13 @@ impl PairStream {
                 }
                 let p = self.pending[self.pending_pos];
                 self.pending_pos += 1;
+                if prepared
+                    .gene_filter
+                    .as_ref()
+                    .is_some_and(|g| !g.eval(p.i, p.j))
+                {
+                    continue;
+                }
                 let (i, j) = (p.i as usize, p.j as usize);
                 let t = tau(self.variant, p.s, samples, m.ties(i), m.ties(j));
                 if self.predicate.as_ref().is_none_or(|pred| pred.eval(t)) {
@@ -448,9 +413,9 @@ impl PairStream {
             }
             self.pending.clear();
             self.pending_pos = 0;
-            match self.cursor.next_block(&prepared.grid, m) {
+            match self.cursor.next_block(&prepared.work, m) {
                 Some((rows, cols)) => {
-                    let rows = &self.cursor.rows[rows];
+                    let rows = &self.cursor.rows()[rows];
                     self.kernel.block(m, rows, cols, &mut self.pending);
                     self.metrics.pairs.add(self.pending.len());
                 }
@@ -509,8 +474,7 @@ impl Stream for PairStream {
         if full || (this.finished() && !this.out_tau.is_empty()) {
             let batch = this.emit();
             timer.done();
-            let poll = this.metrics.baseline.record_poll(Poll::Ready(Some(batch)));
-            return poll;
+            return this.metrics.baseline.record_poll(Poll::Ready(Some(batch)));
         }
         timer.done();
         if this.finished() {

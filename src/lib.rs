@@ -31,12 +31,14 @@
 
 pub mod exec;
 pub mod filter;
+pub mod gene_filter;
 pub mod input;
 pub mod kernel;
 pub mod options;
 pub mod table;
 pub mod tiles;
 pub mod udtf;
+pub mod work;
 
 use std::sync::Arc;
 

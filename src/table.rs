@@ -12,6 +12,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 use crate::exec::{KendallExec, ScanConfig};
 use crate::filter::{TAU, TauPredicate};
+use crate::gene_filter::GenePredicate;
 use crate::input::{FN_NAME, InputSpec};
 use crate::kernel::{KernelKind, bitset};
 use crate::options::KendallOptions;
@@ -66,9 +67,12 @@ impl TableProvider for KendallTable {
     ) -> Result<Vec<TableProviderFilterPushDown>> {
         Ok(filters
             .iter()
-            .map(|f| match TauPredicate::from_expr(f) {
-                Some(_) => TableProviderFilterPushDown::Exact,
-                None => TableProviderFilterPushDown::Unsupported,
+            .map(|f| {
+                if TauPredicate::from_expr(f).is_some() || GenePredicate::from_expr(f).is_some() {
+                    TableProviderFilterPushDown::Exact
+                } else {
+                    TableProviderFilterPushDown::Unsupported
+                }
             })
             .collect())
     }
@@ -90,6 +94,11 @@ impl TableProvider for KendallTable {
             .iter()
             .filter_map(TauPredicate::from_expr)
             .reduce(TauPredicate::and);
+        let gene_predicate = filters
+            .iter()
+            .filter(|f| TauPredicate::from_expr(f).is_none())
+            .filter_map(GenePredicate::from_expr)
+            .reduce(GenePredicate::and);
         let (genes, samples) = (self.spec.genes, self.spec.samples.len());
         let memory_limit = options.memory_limit as u64;
         let isa = options.simd.resolve()?;
@@ -110,6 +119,7 @@ impl TableProvider for KendallTable {
             partitions: config.execution.target_partitions.max(1),
             batch_size: usize::from(config.execution.batch_size).max(1),
             predicate: predicate.map(Arc::new),
+            gene_predicate: gene_predicate.map(Arc::new),
             limit,
         };
         let projection = projection

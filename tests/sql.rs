@@ -178,15 +178,16 @@ async fn tau_filters_are_pushed_down_and_exact() {
         assert!(!plan.contains("FilterExec"), "{predicate}:\n{plan}");
         assert!(plan.contains("filter="), "{predicate}:\n{plan}");
     }
-    // A filter on the gene columns stays with DataFusion and still works.
+    // Any other filter (here LIKE) stays with DataFusion and still works.
     let sql = format!(
-        "SELECT * FROM kendall_all_pairs('{TIES}') WHERE gene_i = '1007_s_at' AND abs(tau) > 0.3"
+        "SELECT * FROM kendall_all_pairs('{TIES}') WHERE gene_i LIKE '1007%' AND abs(tau) > 0.3"
     );
     let got = pairs(&ctx, &sql).await;
     let expected = all
         .iter()
-        .filter(|p| p.gene_i == "1007_s_at" && (p.tau.is_nan() || p.tau.abs() > 0.3))
+        .filter(|p| p.gene_i.starts_with("1007") && (p.tau.is_nan() || p.tau.abs() > 0.3))
         .count();
+    assert!(expected > 0);
     assert_eq!(got.len(), expected);
     let plan = run(&ctx, &format!("EXPLAIN {sql}")).await.unwrap();
     let plan = pretty_format_batches(&plan).unwrap().to_string();
@@ -421,4 +422,75 @@ async fn bitset_respects_the_memory_limit() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("kendall.memory_limit = 1000"), "{err}");
+}
+
+#[tokio::test]
+async fn gene_filters_compute_only_the_touching_pairs() {
+    let ctx = ctx(3);
+    let all = pairs(&ctx, &format!("SELECT * FROM kendall_all_pairs('{TIES}')")).await;
+    let (a, b, c) = ("1053_at", "121_at", "CONSTANT_PROBE");
+    type Keep = Box<dyn Fn(&Pair) -> bool>;
+    let cases: Vec<(String, Keep, Option<usize>)> = vec![
+        (
+            format!("gene_i = '{a}' OR gene_j = '{a}'"),
+            Box::new(move |p: &Pair| p.gene_i == a || p.gene_j == a),
+            Some(60),
+        ),
+        (
+            format!("gene_j IN ('{b}', '{c}')"),
+            Box::new(move |p: &Pair| p.gene_j == b || p.gene_j == c),
+            Some(3 + 60),
+        ),
+        (
+            format!("(gene_i = '{a}' OR gene_j = '{a}') AND abs(tau) > 0.3"),
+            Box::new(move |p: &Pair| {
+                (p.gene_i == a || p.gene_j == a) && (p.tau.is_nan() || p.tau.abs() > 0.3)
+            }),
+            Some(60),
+        ),
+        (
+            format!("gene_i IN ('{a}', '{b}') AND gene_j = '{c}'"),
+            Box::new(move |p: &Pair| (p.gene_i == a || p.gene_i == b) && p.gene_j == c),
+            None,
+        ),
+        (
+            format!("gene_i <> '{a}' AND NOT gene_j IN ('{b}')"),
+            Box::new(move |p: &Pair| p.gene_i != a && p.gene_j != b),
+            Some(1830),
+        ),
+        (
+            "gene_i = 'NO_SUCH_GENE' OR gene_j = 'NO_SUCH_GENE'".to_string(),
+            Box::new(|_: &Pair| false),
+            Some(0),
+        ),
+    ];
+    for (predicate, keep, computed) in cases {
+        let sql = format!("SELECT * FROM kendall_all_pairs('{TIES}') WHERE {predicate}");
+        let got = pairs(&ctx, &sql).await;
+        let mut got: Vec<(String, String, u64)> = got
+            .into_iter()
+            .map(|p| (p.gene_i, p.gene_j, p.tau.to_bits()))
+            .collect();
+        let mut expected: Vec<(String, String, u64)> = all
+            .iter()
+            .filter(|p| keep(p))
+            .map(|p| (p.gene_i.clone(), p.gene_j.clone(), p.tau.to_bits()))
+            .collect();
+        got.sort();
+        expected.sort();
+        assert_eq!(got, expected, "{predicate}");
+
+        let plan = run(&ctx, &format!("EXPLAIN ANALYZE {sql}")).await.unwrap();
+        let plan = pretty_format_batches(&plan).unwrap().to_string();
+        assert!(!plan.contains("FilterExec"), "{predicate}:\n{plan}");
+        assert!(plan.contains("gene_filter="), "{predicate}:\n{plan}");
+        if let Some(n) = computed {
+            let shown = if n >= 1000 {
+                format!("pairs_computed={:.2} K", n as f64 / 1000.0)
+            } else {
+                format!("pairs_computed={n}")
+            };
+            assert!(plan.contains(&shown), "{predicate}: want {shown}:\n{plan}");
+        }
+    }
 }
