@@ -23,12 +23,12 @@ async fn main() -> Result<()> {
         .await?;
 
     // ... and the pairs used like any other table: here the degree of each
-    // gene in the |tau| >= 0.8 network.
+    // gene in the |tau| >= 0.6 network.
     let df = ctx
         .sql(&format!(
             "WITH edges AS (
                  SELECT gene_i, gene_j FROM kendall_all_pairs('{path}')
-                 WHERE abs(tau) >= 0.8 AND NOT isnan(tau)
+                 WHERE abs(tau) >= 0.6 AND NOT isnan(tau)
              )
              SELECT gene, count(*) AS degree
              FROM (SELECT gene_i AS gene FROM edges UNION ALL SELECT gene_j FROM edges)
