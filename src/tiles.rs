@@ -309,7 +309,9 @@ mod tests {
     fn job_bijection_exhaustive() {
         use rayon::prelude::*;
         assert_eq!(job_count(0), 0);
-        (1..=2000u64).into_par_iter().for_each(check_bijection_exhaustive);
+        (1..=2000u64)
+            .into_par_iter()
+            .for_each(check_bijection_exhaustive);
     }
 
     fn check_id(w: u64, j: u64) {
