@@ -121,7 +121,7 @@ pub fn count_inversions(a: &mut [u32], tmp: &mut [u32]) -> u64 {
 }
 
 /// Insertion sort that returns the number of shifts (= strict inversions).
-fn insertion_sort(a: &mut [u32]) -> u64 {
+pub(crate) fn insertion_sort<T: Copy + Ord>(a: &mut [T]) -> u64 {
     let mut shifts = 0u64;
     for k in 1..a.len() {
         let x = a[k];

@@ -43,6 +43,8 @@ mod scalar;
 
 use std::cell::RefCell;
 
+use super::gse;
+
 pub use super::isa::Isa;
 
 /// Sorting buffers are padded to a multiple of this many elements (the
@@ -326,19 +328,6 @@ fn next_clear(words: &[u64], from: usize) -> usize {
             Some(&word) => bits = !word,
             None => return w * 64,
         }
-    }
-}
-
-/// Insertion sort.
-fn insertion_sort<T: Copy + Ord>(a: &mut [T]) {
-    for k in 1..a.len() {
-        let x = a[k];
-        let mut p = k;
-        while p > 0 && a[p - 1] > x {
-            a[p] = a[p - 1];
-            p -= 1;
-        }
-        a[p] = x;
     }
 }
 
@@ -626,7 +615,7 @@ fn finish(n: usize, n1: u64, n2: u64, n3: u64, nd: u64) -> i64 {
 /// Sorts one run of keys: by insertion when short, else by `isa`'s sort.
 fn sort_run(isa: Isa, run: &mut [u32], scratch: &mut Vec<u32>) {
     if run.len() <= INSERTION_RUN {
-        insertion_sort(run);
+        gse::insertion_sort(run);
     } else if isa == Isa::Scalar {
         run.sort_unstable();
     } else {

@@ -4,25 +4,10 @@
 //! and accepts any values, padded or not.
 
 use super::merge_passes;
+use crate::kernel::gse::insertion_sort as insertion_count;
 
 /// Elements per insertion-sorted block (one AVX-512 register of u32).
 const BLOCK: usize = 16;
-
-/// Insertion sort that returns the number of shifts (= strict inversions).
-fn insertion_count<T: Copy + Ord>(a: &mut [T]) -> u64 {
-    let mut shifts = 0u64;
-    for k in 1..a.len() {
-        let x = a[k];
-        let mut p = k;
-        while p > 0 && a[p - 1] > x {
-            a[p] = a[p - 1];
-            p -= 1;
-        }
-        a[p] = x;
-        shifts += (k - p) as u64;
-    }
-    shifts
-}
 
 /// Merges the sorted runs `left` and `right` into `out` without branches on
 /// the data, returning the pairs (l in `left`, r in `right`) with `l > r`
