@@ -14,6 +14,7 @@
 use std::time::Instant;
 
 use datafusion::prelude::{SessionConfig, SessionContext};
+use datafusion_kendall::input::Layout;
 
 struct Args {
     files: Vec<String>,
@@ -103,7 +104,7 @@ async fn main() {
                     }
                     let (rows, secs) = count(&ctx, file, args.filter.as_deref()).await;
                     // Pairs computed: all of them, whatever the filter keeps.
-                    let m = datafusion_kendall::input::inspect(file, None)
+                    let m = datafusion_kendall::input::inspect(file, Layout::GenesAsRows, &[])
                         .unwrap()
                         .genes as u64;
                     let pairs = m * (m - 1) / 2;

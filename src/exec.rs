@@ -133,7 +133,7 @@ impl KendallExec {
 fn prepare(spec: &InputSpec, config: &ScanConfig) -> Result<Prepared> {
     let loaded = input::load(spec)?;
     let genes = loaded.genes.len();
-    let matrix = RankedMatrix::from_values(genes, loaded.samples.len(), &loaded.values);
+    let matrix = RankedMatrix::from_values(genes, loaded.samples, &loaded.values);
     drop(loaded.values);
     let planes = (config.kernel == KernelKind::Bitset).then(|| Arc::new(BitPlanes::build(&matrix)));
     let positions = |names: &BTreeSet<String>| -> Vec<u32> {
@@ -179,12 +179,7 @@ impl DisplayAs for KendallExec {
         write!(
             f,
             "path{eq}{}{sep}genes{eq}{}{sep}samples{eq}{}{sep}partitions{eq}{}{sep}tile_size{eq}{}{sep}kernel{eq}{}",
-            self.spec.path,
-            self.spec.genes,
-            self.spec.samples.len(),
-            c.partitions,
-            c.tile_size,
-            c.kernel,
+            self.spec.path, self.spec.genes, self.spec.samples, c.partitions, c.tile_size, c.kernel,
         )?;
         if matches!(c.kernel, KernelKind::Vse | KernelKind::Bitset) {
             write!(f, "{sep}simd{eq}{}", c.isa)?;

@@ -29,6 +29,33 @@
 //! ([`exec`]), applying pushed-down filters on `tau` ([`filter`]) before a
 //! pair becomes a row.
 
+/// Implements DataFusion's `ConfigField` for an option enum parsed by
+/// `FromStr` (defined before the modules so that all of them can use it).
+macro_rules! enum_config_field {
+    ($t:ty) => {
+        impl datafusion::common::config::ConfigField for $t {
+            fn visit<V: datafusion::common::config::Visit>(
+                &self,
+                v: &mut V,
+                key: &str,
+                description: &'static str,
+            ) {
+                v.some(key, self, description)
+            }
+
+            fn set(&mut self, _key: &str, value: &str) -> datafusion::error::Result<()> {
+                *self = value.parse()?;
+                Ok(())
+            }
+
+            fn reset(&mut self, _key: &str) -> datafusion::error::Result<()> {
+                *self = <$t>::default();
+                Ok(())
+            }
+        }
+    };
+}
+
 pub mod exec;
 pub mod filter;
 pub mod gene_filter;

@@ -3,6 +3,7 @@
 use datafusion::common::config::ConfigExtension;
 use datafusion::common::extensions_options;
 
+use crate::input::Layout;
 use crate::kernel::isa::SimdChoice;
 use crate::kernel::{KernelChoice, Variant};
 
@@ -32,6 +33,8 @@ extensions_options! {
         pub tile_size: usize, default = DEFAULT_TILE_SIZE
         /// Bytes the per-query kernel data (the bit-planes) may take.
         pub memory_limit: usize, default = DEFAULT_MEMORY_LIMIT
+        /// Input layout: 'genes_as_rows', 'genes_as_columns' or 'long'.
+        pub layout: Layout, default = Layout::GenesAsRows
     }
 }
 

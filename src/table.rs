@@ -99,7 +99,7 @@ impl TableProvider for KendallTable {
             .filter(|f| TauPredicate::from_expr(f).is_none())
             .filter_map(GenePredicate::from_expr)
             .reduce(GenePredicate::and);
-        let (genes, samples) = (self.spec.genes, self.spec.samples.len());
+        let (genes, samples) = (self.spec.genes, self.spec.samples);
         let memory_limit = options.memory_limit as u64;
         let isa = options.simd.resolve()?;
         let kernel = options.kernel.resolve(genes, samples, memory_limit, isa);

@@ -7,13 +7,18 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::Expr;
 
 use crate::input::{self, FN_NAME};
+use crate::options::KendallOptions;
 use crate::table::KendallTable;
 
 /// The table function `kendall_all_pairs(path [, gene_column])`.
 ///
-/// `path` is a Parquet file or a directory of Parquet files holding one row
-/// per gene; `gene_column` names the gene-id column (default: the first
-/// string column). Every other column is a sample. The result has one row per
+/// `path` is a Parquet file or a directory of Parquet files. With the
+/// default layout (`kendall.layout = 'genes_as_rows'`) it holds one row per
+/// gene; `gene_column` names the gene-id column (default: the first string
+/// column) and every other column is a sample. With `'genes_as_columns'`
+/// every numeric column is a gene; with `'long'` the arguments after the
+/// path name the gene, sample and value columns (default `gene`, `sample`,
+/// `value`). The result has one row per
 /// unordered pair of distinct genes: `(gene_i, gene_j, tau)`.
 ///
 /// ```sql
@@ -27,22 +32,30 @@ pub struct KendallAllPairs;
 impl TableFunctionImpl for KendallAllPairs {
     fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
         let exprs = args.exprs();
-        if exprs.is_empty() || exprs.len() > 2 {
+        if exprs.is_empty() || exprs.len() > 4 {
             return Err(usage(format!("got {} arguments", exprs.len())));
         }
         let path = string_arg(&exprs[0], "path")?;
-        let gene_column = exprs
-            .get(1)
-            .map(|e| string_arg(e, "gene_column"))
-            .transpose()?;
-        let spec = input::inspect(&path, gene_column.as_deref())?;
+        let names = exprs[1..]
+            .iter()
+            .map(|e| string_arg(e, "a column name"))
+            .collect::<Result<Vec<_>>>()?;
+        let layout = args
+            .session()
+            .config_options()
+            .extensions
+            .get::<KendallOptions>()
+            .map(|o| o.layout)
+            .unwrap_or_default();
+        let spec = input::inspect(&path, layout, &names)?;
         Ok(Arc::new(KendallTable::new(spec)))
     }
 }
 
 fn usage(problem: String) -> DataFusionError {
     DataFusionError::Plan(format!(
-        "{FN_NAME}(path [, gene_column]) takes 1 or 2 string literals: {problem}"
+        "{FN_NAME}(path [, column names]) takes string literals: the path, then the gene column \
+         (layout 'genes_as_rows') or the gene, sample and value columns (layout 'long'): {problem}"
     ))
 }
 

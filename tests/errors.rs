@@ -63,11 +63,18 @@ async fn missing_path_and_not_parquet() {
 #[tokio::test]
 async fn bad_arguments() {
     let msg = error_of("SELECT * FROM kendall_all_pairs()").await;
-    assert_contains(&msg, &["takes 1 or 2 string literals", "got 0 arguments"]);
+    assert_contains(&msg, &["takes string literals", "got 0 arguments"]);
     let msg = error_of("SELECT * FROM kendall_all_pairs(42)").await;
     assert_contains(&msg, &["path must be a string"]);
-    let msg = error_of("SELECT * FROM kendall_all_pairs('a', 'b', 'c')").await;
-    assert_contains(&msg, &["got 3 arguments"]);
+    let msg =
+        error_of("SELECT * FROM kendall_all_pairs('tests/data/bladder_ties.parquet', 'b', 'c')")
+            .await;
+    assert_contains(
+        &msg,
+        &["layout 'genes_as_rows' takes (path [, gene_column])"],
+    );
+    let msg = error_of("SELECT * FROM kendall_all_pairs('a', 'b', 'c', 'd', 'e')").await;
+    assert_contains(&msg, &["got 5 arguments"]);
 }
 
 #[tokio::test]

@@ -9,7 +9,10 @@
 //! are read and checked once per query, when it runs ([`load`]). Every problem
 //! is a `DataFusionError` naming the file, column or gene.
 
+mod layouts;
 mod rank;
+
+pub use layouts::Layout;
 
 pub use rank::RankedMatrix;
 
@@ -42,18 +45,102 @@ pub struct InputSpec {
     pub path: String,
     /// The Parquet files, in reading order.
     pub files: Vec<PathBuf>,
-    /// Name of the gene-id column.
-    pub gene_column: String,
-    /// Names of the sample columns, in file order.
-    pub samples: Vec<String>,
-    /// Number of genes (rows), from the Parquet metadata.
+    /// Which columns hold what.
+    pub columns: Columns,
+    /// Number of genes.
     pub genes: usize,
+    /// Number of samples per gene.
+    pub samples: usize,
 }
 
-/// Checks `path` and its schema; picks the gene column and the sample columns.
-pub fn inspect(path: &str, gene_column: Option<&str>) -> Result<InputSpec> {
+/// The columns of each layout (`SET kendall.layout = ...`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Columns {
+    /// One row per gene: a gene-id column and one column per sample.
+    GenesAsRows {
+        /// The gene-id column.
+        gene: String,
+        /// The sample columns, in file order.
+        samples: Vec<String>,
+    },
+    /// One row per sample, one numeric column per gene (gene ids are the
+    /// column names); string columns (sample labels) are ignored.
+    GenesAsColumns {
+        /// The gene columns, in file order.
+        genes: Vec<String>,
+    },
+    /// One row per (gene, sample) value.
+    Long {
+        /// The gene-id column.
+        gene: String,
+        /// The sample-id column.
+        sample: String,
+        /// The value column.
+        value: String,
+    },
+}
+
+/// Checks `path` and its schema for `layout`, naming columns with `names`
+/// (genes_as_rows: `[gene_column]`; long: `[gene, sample, value]` columns;
+/// genes_as_columns: none).
+pub fn inspect(path: &str, layout: Layout, names: &[String]) -> Result<InputSpec> {
     let files = list_files(Path::new(path))?;
     let schema = read_schema(&files[0])?;
+    check_same_schema(&files, &schema)?;
+    let rows = count_rows(&files)?;
+    match layout {
+        Layout::GenesAsRows => {
+            if names.len() > 1 {
+                return Err(plan_error(format!(
+                    "layout 'genes_as_rows' takes (path [, gene_column]), got {} column names",
+                    names.len()
+                )));
+            }
+            let (gene, samples) =
+                rows_columns(path, &files[0], &schema, names.first().map(String::as_str))?;
+            Ok(InputSpec {
+                path: path.to_string(),
+                files,
+                samples: samples.len(),
+                columns: Columns::GenesAsRows { gene, samples },
+                genes: rows,
+            })
+        }
+        Layout::GenesAsColumns => layouts::inspect_columns(path, files, &schema, rows, names),
+        Layout::Long => layouts::inspect_long(path, files, &schema, names),
+    }
+}
+
+/// Total rows of `files`, from their footers.
+fn count_rows(files: &[PathBuf]) -> Result<usize> {
+    let mut rows = 0usize;
+    for f in files {
+        rows +=
+            usize::try_from(open_parquet(f)?.metadata().file_metadata().num_rows()).unwrap_or(0);
+    }
+    Ok(rows)
+}
+
+/// Whether `dt` is a string type.
+fn is_string(dt: &DataType) -> bool {
+    matches!(
+        dt,
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+    )
+}
+
+/// `a, b, c`: the column names of `schema`.
+fn column_list(schema: &SchemaRef) -> String {
+    schema
+        .fields()
+        .iter()
+        .map(|f| f.name().as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Refuses a directory whose files do not share the first file's schema.
+fn check_same_schema(files: &[PathBuf], schema: &SchemaRef) -> Result<()> {
     for other in &files[1..] {
         let s = read_schema(other)?;
         let describe = |s: &SchemaRef| {
@@ -63,36 +150,28 @@ pub fn inspect(path: &str, gene_column: Option<&str>) -> Result<InputSpec> {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        if describe(&s) != describe(&schema) {
+        if describe(&s) != describe(schema) {
             return Err(plan_error(format!(
                 "'{}' and '{}' have different schemas ({}) vs ({}); all files of a directory must share one schema",
                 files[0].display(),
                 other.display(),
-                describe(&schema),
+                describe(schema),
                 describe(&s)
             )));
         }
     }
-    let mut genes = 0usize;
-    for f in &files {
-        genes +=
-            usize::try_from(open_parquet(f)?.metadata().file_metadata().num_rows()).unwrap_or(0);
-    }
-    let file = files[0].display().to_string();
-    let is_string = |dt: &DataType| {
-        matches!(
-            dt,
-            DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
-        )
-    };
-    let column_list = || {
-        schema
-            .fields()
-            .iter()
-            .map(|f| f.name().as_str())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    Ok(())
+}
+
+/// The gene column and sample columns of the genes_as_rows layout.
+fn rows_columns(
+    path: &str,
+    first: &Path,
+    schema: &SchemaRef,
+    gene_column: Option<&str>,
+) -> Result<(String, Vec<String>)> {
+    let file = first.display().to_string();
+    let column_list = || column_list(schema);
     let gene_field = match gene_column {
         Some(name) => {
             let field = schema.field_with_name(name).map_err(|_| {
@@ -143,13 +222,7 @@ pub fn inspect(path: &str, gene_column: Option<&str>) -> Result<InputSpec> {
             gene_field.name()
         )));
     }
-    Ok(InputSpec {
-        path: path.to_string(),
-        files,
-        gene_column: gene_field.name().clone(),
-        samples,
-        genes,
-    })
+    Ok((gene_field.name().clone(), samples))
 }
 
 /// The Parquet files at `path`: the file itself, or the `.parquet` files of a
@@ -204,8 +277,8 @@ fn read_schema(file: &Path) -> Result<SchemaRef> {
 pub struct ExpressionMatrix {
     /// Gene ids, in input order; unique and non-null.
     pub genes: StringArray,
-    /// Sample column names.
-    pub samples: Vec<String>,
+    /// Number of samples per gene.
+    pub samples: usize,
     /// genes × samples values, row-major; all finite.
     pub values: Vec<f64>,
 }
@@ -213,7 +286,24 @@ pub struct ExpressionMatrix {
 /// Reads every file of `spec`, checking gene ids (non-null, unique) and
 /// values (non-null, finite).
 pub fn load(spec: &InputSpec) -> Result<ExpressionMatrix> {
-    let n = spec.samples.len();
+    match &spec.columns {
+        Columns::GenesAsRows { gene, samples } => load_rows(spec, gene, samples),
+        Columns::GenesAsColumns { genes } => layouts::load_columns(spec, genes),
+        Columns::Long {
+            gene,
+            sample,
+            value,
+        } => layouts::load_long(spec, gene, sample, value),
+    }
+}
+
+/// [`load`] for the genes_as_rows layout.
+fn load_rows(
+    spec: &InputSpec,
+    gene_column: &str,
+    sample_columns: &[String],
+) -> Result<ExpressionMatrix> {
+    let n = sample_columns.len();
     let mut genes = StringBuilder::new();
     let mut values: Vec<f64> = Vec::new();
     let mut seen: HashMap<String, (usize, usize)> = HashMap::new();
@@ -232,7 +322,7 @@ pub fn load(spec: &InputSpec) -> Result<ExpressionMatrix> {
                     .column_by_name(col)
                     .ok_or_else(|| data_error(format!("column '{col}' missing from '{name}'")))
             };
-            let ids = cast(column(&spec.gene_column)?, &DataType::Utf8)?;
+            let ids = cast(column(gene_column)?, &DataType::Utf8)?;
             let ids = ids.as_string::<i32>();
             let base = values.len();
             values.resize(base + rows * n, 0.0);
@@ -240,8 +330,7 @@ pub fn load(spec: &InputSpec) -> Result<ExpressionMatrix> {
                 let row = row0 + r + 1;
                 if ids.is_null(r) {
                     return Err(data_error(format!(
-                        "gene id is null in row {row} of '{name}' (column '{}')",
-                        spec.gene_column
+                        "gene id is null in row {row} of '{name}' (column '{gene_column}')"
                     )));
                 }
                 let id = ids.value(r);
@@ -259,7 +348,7 @@ pub fn load(spec: &InputSpec) -> Result<ExpressionMatrix> {
                 }
                 genes.append_value(id);
             }
-            for (s, sample) in spec.samples.iter().enumerate() {
+            for (s, sample) in sample_columns.iter().enumerate() {
                 let col = cast(column(sample)?, &DataType::Float64)?;
                 let col = col.as_primitive::<Float64Type>();
                 for r in 0..rows {
@@ -286,7 +375,7 @@ pub fn load(spec: &InputSpec) -> Result<ExpressionMatrix> {
     }
     Ok(ExpressionMatrix {
         genes: genes.finish(),
-        samples: spec.samples.clone(),
+        samples: n,
         values,
     })
 }

@@ -20,7 +20,6 @@ use std::str::FromStr;
 use std::ops::Range;
 use std::sync::Arc;
 
-use datafusion::common::config::{ConfigField, Visit};
 use datafusion::error::{DataFusionError, Result};
 
 use crate::input::RankedMatrix;
@@ -168,26 +167,6 @@ impl fmt::Display for KernelKind {
     }
 }
 
-/// Implements DataFusion's `ConfigField` for an option enum parsed by `FromStr`.
-macro_rules! enum_config_field {
-    ($t:ty) => {
-        impl ConfigField for $t {
-            fn visit<V: Visit>(&self, v: &mut V, key: &str, description: &'static str) {
-                v.some(key, self, description)
-            }
-
-            fn set(&mut self, _key: &str, value: &str) -> Result<()> {
-                *self = value.parse()?;
-                Ok(())
-            }
-
-            fn reset(&mut self, _key: &str) -> Result<()> {
-                *self = <$t>::default();
-                Ok(())
-            }
-        }
-    };
-}
 enum_config_field!(Variant);
 enum_config_field!(KernelChoice);
 enum_config_field!(isa::SimdChoice);

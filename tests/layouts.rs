@@ -1,0 +1,264 @@
+//! `kendall.layout`: genes as columns and long (tidy) inputs give the same
+//! pairs as genes as rows, and their specific mistakes are refused clearly.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use common::{batch, by_key, ctx, pairs, reference, run, write_parquet};
+use datafusion::arrow::array::{
+    Array, AsArray, Float64Array, Int64Array, RecordBatch, StringArray,
+};
+use datafusion::arrow::datatypes::Float64Type;
+use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+const TIES: &str = "tests/data/bladder_ties.parquet";
+
+/// (gene ids, sample names, genes × samples values) of a genes-as-rows file.
+fn read_rows(path: &str) -> (Vec<String>, Vec<String>, Vec<Vec<f64>>) {
+    let file = std::fs::File::open(path).unwrap();
+    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
+        .unwrap()
+        .build()
+        .unwrap();
+    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+    let b = datafusion::arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let genes: Vec<String> = b
+        .column(0)
+        .as_string::<i32>()
+        .iter()
+        .map(|g| g.unwrap().to_string())
+        .collect();
+    let samples: Vec<String> = b.schema().fields()[1..]
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    let values = (0..b.num_rows())
+        .map(|r| {
+            (1..b.num_columns())
+                .map(|c| b.column(c).as_primitive::<Float64Type>().value(r))
+                .collect()
+        })
+        .collect();
+    (genes, samples, values)
+}
+
+fn assert_same_as_reference(rows: &[common::Pair]) {
+    let expected = reference("tests/data/bladder_ties_reference.csv");
+    assert_eq!(rows.len(), expected.len());
+    let got = by_key(rows);
+    for e in &expected {
+        let t = got[&(e.gene_i.clone(), e.gene_j.clone())];
+        assert!(
+            (t.is_nan() && e.tau.is_nan()) || (t - e.tau).abs() <= 1e-12,
+            "{} {}: {t} vs {}",
+            e.gene_i,
+            e.gene_j,
+            e.tau
+        );
+    }
+}
+
+fn write_columns(path: &Path, genes: &[String], samples: &[String], values: &[Vec<f64>]) {
+    let mut columns: Vec<(&str, Arc<dyn Array>)> = vec![(
+        "sample_id",
+        Arc::new(StringArray::from_iter_values(samples)),
+    )];
+    for (g, gene) in genes.iter().enumerate() {
+        columns.push((
+            gene.as_str(),
+            Arc::new(Float64Array::from(values[g].clone())),
+        ));
+    }
+    write_parquet(path, &batch(columns));
+}
+
+/// Long triples, sample-major (all genes of sample 0, then sample 1, ...).
+fn write_long(
+    path: &Path,
+    names: [&str; 3],
+    genes: &[String],
+    samples: &[String],
+    values: &[Vec<f64>],
+) {
+    let (mut g_col, mut s_col, mut v_col) = (Vec::new(), Vec::new(), Vec::new());
+    for (s, sample) in samples.iter().enumerate() {
+        for (g, gene) in genes.iter().enumerate() {
+            g_col.push(gene.clone());
+            s_col.push(sample.clone());
+            v_col.push(values[g][s]);
+        }
+    }
+    write_parquet(
+        path,
+        &batch(vec![
+            (names[0], Arc::new(StringArray::from(g_col))),
+            (names[1], Arc::new(StringArray::from(s_col))),
+            (names[2], Arc::new(Float64Array::from(v_col))),
+        ]),
+    );
+}
+
+#[tokio::test]
+async fn genes_as_columns_matches_scipy() {
+    let (genes, samples, values) = read_rows(TIES);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("columns.parquet");
+    write_columns(&path, &genes, &samples, &values);
+    let ctx = ctx(2);
+    let rows = pairs(
+        &ctx,
+        &format!(
+            "SET kendall.layout = 'genes_as_columns'; SELECT * FROM kendall_all_pairs('{}')",
+            path.display()
+        ),
+    )
+    .await;
+    assert_same_as_reference(&rows);
+}
+
+#[tokio::test]
+async fn long_matches_scipy_with_default_and_named_columns() {
+    let (genes, samples, values) = read_rows(TIES);
+    let dir = tempfile::tempdir().unwrap();
+    let default = dir.path().join("long.parquet");
+    write_long(
+        &default,
+        ["gene", "sample", "value"],
+        &genes,
+        &samples,
+        &values,
+    );
+    let named = dir.path().join("named.parquet");
+    write_long(
+        &named,
+        ["probe", "array", "expr"],
+        &genes,
+        &samples,
+        &values,
+    );
+    for sql in [
+        format!("SELECT * FROM kendall_all_pairs('{}')", default.display()),
+        format!(
+            "SELECT * FROM kendall_all_pairs('{}', 'probe', 'array', 'expr')",
+            named.display()
+        ),
+    ] {
+        let ctx = ctx(3);
+        let rows = pairs(&ctx, &format!("SET kendall.layout = 'long'; {sql}")).await;
+        assert_same_as_reference(&rows);
+    }
+}
+
+async fn layout_error(layout: &str, sql: &str) -> String {
+    let ctx = ctx(1);
+    run(&ctx, &format!("SET kendall.layout = '{layout}'; {sql}"))
+        .await
+        .expect_err("should fail")
+        .to_string()
+}
+
+#[tokio::test]
+async fn long_layout_mistakes_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let triples = |name: &str, rows: &[(&str, &str, f64)]| {
+        let path = dir.path().join(name);
+        write_parquet(
+            &path,
+            &batch(vec![
+                (
+                    "gene",
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0))),
+                ),
+                (
+                    "sample",
+                    Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
+                ),
+                (
+                    "value",
+                    Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
+                ),
+            ]),
+        );
+        format!("SELECT * FROM kendall_all_pairs('{}')", path.display())
+    };
+    let dup = triples(
+        "dup.parquet",
+        &[("A", "s1", 1.0), ("A", "s2", 2.0), ("A", "s1", 3.0)],
+    );
+    let msg = layout_error("long", &dup).await;
+    assert!(
+        msg.contains("gene 'A' has two values for sample 's1'") && msg.contains("row 3"),
+        "{msg}"
+    );
+    let gap = triples(
+        "gap.parquet",
+        &[("A", "s1", 1.0), ("A", "s2", 2.0), ("B", "s1", 3.0)],
+    );
+    let msg = layout_error("long", &gap).await;
+    assert!(
+        msg.contains("gene 'B' has no value for sample 's2'"),
+        "{msg}"
+    );
+    let msg = layout_error(
+        "long",
+        &format!("SELECT * FROM kendall_all_pairs('{TIES}')"),
+    )
+    .await;
+    assert!(msg.contains("gene column 'gene' not found"), "{msg}");
+
+    let typed = dir.path().join("typed.parquet");
+    write_parquet(
+        &typed,
+        &batch(vec![
+            ("gene", Arc::new(StringArray::from(vec!["A", "A"]))),
+            ("sample", Arc::new(Int64Array::from(vec![1, 2]))),
+            ("value", Arc::new(StringArray::from(vec!["x", "y"]))),
+        ]),
+    );
+    let msg = layout_error(
+        "long",
+        &format!("SELECT * FROM kendall_all_pairs('{}')", typed.display()),
+    )
+    .await;
+    assert!(
+        msg.contains("value column 'value'") && msg.contains("Utf8"),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn genes_as_columns_mistakes_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("flags.parquet");
+    write_parquet(
+        &path,
+        &batch(vec![
+            ("A", Arc::new(Float64Array::from(vec![1.0, 2.0]))),
+            (
+                "flag",
+                Arc::new(datafusion::arrow::array::BooleanArray::from(vec![
+                    true, false,
+                ])),
+            ),
+        ]),
+    );
+    let sql = format!("SELECT * FROM kendall_all_pairs('{}')", path.display());
+    let msg = layout_error("genes_as_columns", &sql).await;
+    assert!(
+        msg.contains("column 'flag'") && msg.contains("Boolean"),
+        "{msg}"
+    );
+    let msg = layout_error(
+        "genes_as_columns",
+        &format!("SELECT * FROM kendall_all_pairs('{TIES}', 'gene_id')"),
+    )
+    .await;
+    assert!(msg.contains("takes only the path"), "{msg}");
+    let msg = run(&ctx(1), "SET kendall.layout = 'wide'")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("kendall.layout must be one of"), "{msg}");
+}
