@@ -14,11 +14,14 @@ async fn sql_examples_run() {
     // examples' relative paths resolve and their exports land there.
     let scratch = tempfile::tempdir().unwrap();
     std::fs::create_dir(scratch.path().join("data")).unwrap();
-    std::fs::copy(
-        root.join("data/demo_expression.parquet"),
-        scratch.path().join("data/demo_expression.parquet"),
-    )
-    .unwrap();
+    for entry in std::fs::read_dir(root.join("data")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(
+            &path,
+            scratch.path().join("data").join(path.file_name().unwrap()),
+        )
+        .unwrap();
+    }
     std::env::set_current_dir(scratch.path()).unwrap();
 
     let mut files: Vec<_> = std::fs::read_dir(root.join("sql"))
@@ -56,6 +59,9 @@ async fn sql_examples_run() {
             "'{needle}' missing from:\n{outputs}"
         );
     }
+    // sql/layouts.sql: the same pairs from all three layouts.
+    let layouts = "| 19900 | -0.6432603145134929 | 0.8295739348370927 | 4467.598823 |";
+    assert_eq!(outputs.matches(layouts).count(), 3, "{outputs}");
     assert!(scratch.path().join("network.parquet").exists());
     assert!(scratch.path().join("network.csv").exists());
 }
