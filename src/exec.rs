@@ -42,9 +42,13 @@ use crate::gene_filter::{GenePredicate, ResolvedGenes};
 use crate::input::{self, InputSpec, RankedMatrix};
 use crate::kernel::bitset::BitPlanes;
 use crate::kernel::isa::Isa;
+use crate::kernel::pvalue::{PValueMethod, PValues};
 use crate::kernel::{KernelKind, PairKernel, PairNumerator, Variant, tau};
 use crate::table::output_schema;
 use crate::work::{PairCursor, WorkSplit};
+
+/// Index of `p_value` in the output schema.
+const P_VALUE_COLUMN: usize = 3;
 
 /// Longest stretch of computation in one poll of a partition's stream.
 pub const POLL_BUDGET: Duration = Duration::from_millis(20);
@@ -58,6 +62,8 @@ pub struct ScanConfig {
     pub kernel: KernelKind,
     /// Instruction set of the SIMD kernels.
     pub isa: Isa,
+    /// How p-values are computed (when a query reads them).
+    pub pvalue: PValueMethod,
     /// Tile edge in genes.
     pub tile_size: usize,
     /// Number of output partitions.
@@ -84,6 +90,8 @@ struct Prepared {
     work: WorkSplit,
     /// The pushed-down gene filter over gene positions.
     gene_filter: Option<ResolvedGenes>,
+    /// p-value tables, when the query reads `p_value`.
+    pvalues: Option<PValues>,
 }
 
 /// The execution plan node of `kendall_all_pairs`.
@@ -127,10 +135,20 @@ impl KendallExec {
     pub fn config(&self) -> &ScanConfig {
         &self.config
     }
+
+    /// Whether the query reads `p_value` (projected or filtered on).
+    fn wants_p_value(&self) -> bool {
+        self.projection.contains(&P_VALUE_COLUMN)
+            || self
+                .config
+                .predicate
+                .as_ref()
+                .is_some_and(|p| p.reads_p_value())
+    }
 }
 
 /// Reads, validates and ranks the input; splits the tiles into partitions.
-fn prepare(spec: &InputSpec, config: &ScanConfig) -> Result<Prepared> {
+fn prepare(spec: &InputSpec, config: &ScanConfig, wants_p: bool) -> Result<Prepared> {
     let loaded = input::load(spec)?;
     let genes = loaded.genes.len();
     let matrix = RankedMatrix::from_values(genes, loaded.samples, &loaded.values);
@@ -157,12 +175,14 @@ fn prepare(spec: &InputSpec, config: &ScanConfig) -> Result<Prepared> {
         .gene_predicate
         .as_ref()
         .map(|p| p.resolve(&loaded.genes));
+    let pvalues = wants_p.then(|| PValues::new(config.pvalue, loaded.samples));
     Ok(Prepared {
         genes: loaded.genes,
         matrix,
         planes,
         work,
         gene_filter,
+        pvalues,
     })
 }
 
@@ -256,6 +276,7 @@ impl ExecutionPlan for KendallExec {
         let spec = Arc::clone(&self.spec);
         let config = self.config.clone();
         let projection = self.projection.clone();
+        let wants_p = self.wants_p_value();
         let metrics = StreamMetrics::new(&self.metrics, partition);
         let stream_schema = Arc::clone(&schema);
         let start = async move {
@@ -263,7 +284,7 @@ impl ExecutionPlan for KendallExec {
                 .get_or_try_init(|| {
                     let (spec, config) = (Arc::clone(&spec), config.clone());
                     async move {
-                        tokio::task::spawn_blocking(move || prepare(&spec, &config))
+                        tokio::task::spawn_blocking(move || prepare(&spec, &config, wants_p))
                             .await
                             .map_err(|e| DataFusionError::External(Box::new(e)))?
                             .map(Arc::new)
@@ -327,6 +348,7 @@ struct PairStream {
     out_i: Vec<u32>,
     out_j: Vec<u32>,
     out_tau: Vec<f64>,
+    out_p: Vec<f64>,
     metrics: StreamMetrics,
 }
 
@@ -360,6 +382,7 @@ impl PairStream {
             out_i: Vec::new(),
             out_j: Vec::new(),
             out_tau: Vec::new(),
+            out_p: Vec::new(),
             metrics,
         })
     }
@@ -397,10 +420,18 @@ impl PairStream {
                 }
                 let (i, j) = (p.i as usize, p.j as usize);
                 let t = tau(self.variant, p.s, samples, m.ties(i), m.ties(j));
-                if self.predicate.as_ref().is_none_or(|pred| pred.eval(t)) {
+                let pv = prepared.pvalues.as_ref().map_or(f64::NAN, |pv| {
+                    pv.p_value(
+                        p.s,
+                        (m.ties(i), m.variance_terms(i)),
+                        (m.ties(j), m.variance_terms(j)),
+                    )
+                });
+                if self.predicate.as_ref().is_none_or(|pred| pred.eval(t, pv)) {
                     self.out_i.push(p.i);
                     self.out_j.push(p.j);
                     self.out_tau.push(t);
+                    self.out_p.push(pv);
                 }
             }
             if self.out_tau.len() >= capacity || self.exhausted || Instant::now() >= deadline {
@@ -436,12 +467,14 @@ impl PairStream {
                     &UInt32Array::from(std::mem::take(&mut self.out_j)),
                     None,
                 )?,
+                P_VALUE_COLUMN => Arc::new(Float64Array::from(std::mem::take(&mut self.out_p))),
                 _ => Arc::new(Float64Array::from(std::mem::take(&mut self.out_tau))),
             });
         }
         self.out_i.clear();
         self.out_j.clear();
         self.out_tau.clear();
+        self.out_p.clear();
         if let Some(r) = &mut self.remaining {
             *r -= rows;
         }

@@ -1,6 +1,6 @@
-//! Filters on `tau` pushed into the pair loop.
+//! Filters on `tau` and `p_value` pushed into the pair loop.
 //!
-//! Comparisons of `tau` or `abs(tau)` with a literal (`=`, `<>`, `<`, `<=`,
+//! Comparisons of `tau`, `p_value` or their `abs` with a literal (`=`, `<>`, `<`, `<=`,
 //! `>`, `>=`, `BETWEEN`), combined with `AND`, `OR` and `NOT`, become a
 //! [`TauPredicate`] that the execution plan applies to each pair before it
 //! becomes a row. The predicate reproduces Arrow's float comparison exactly
@@ -16,6 +16,27 @@ use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
 
 /// Name of the coefficient column.
 pub const TAU: &str = "tau";
+
+/// Name of the p-value column.
+pub const P_VALUE: &str = "p_value";
+
+/// The per-pair statistic a comparison reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stat {
+    /// The `tau` column.
+    Tau,
+    /// The `p_value` column.
+    PValue,
+}
+
+impl Stat {
+    fn name(self) -> &'static str {
+        match self {
+            Stat::Tau => TAU,
+            Stat::PValue => P_VALUE,
+        }
+    }
+}
 
 /// A comparison operator, as `column <op> literal`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,12 +102,14 @@ impl Cmp {
     }
 }
 
-/// A predicate on one pair's tau, evaluated inside the kernel loop.
+/// A predicate on one pair's tau and p-value, evaluated inside the kernel loop.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TauPredicate {
-    /// `tau <op> value`, or `abs(tau) <op> value` when `abs` is set.
+    /// `stat <op> value`, or `abs(stat) <op> value` when `abs` is set.
     Compare {
-        /// Compare `abs(tau)` instead of `tau`.
+        /// The column compared.
+        stat: Stat,
+        /// Compare the absolute value.
         abs: bool,
         /// The comparison.
         op: Cmp,
@@ -114,11 +137,17 @@ impl TauPredicate {
                 )),
                 _ => {
                     let op = Cmp::from_operator(*op)?;
-                    if let (Some(abs), Some(value)) = (tau_operand(left), literal(right)) {
-                        Some(TauPredicate::Compare { abs, op, value })
-                    } else {
-                        let (abs, value) = (tau_operand(right)?, literal(left)?);
+                    if let (Some((stat, abs)), Some(value)) = (stat_operand(left), literal(right)) {
                         Some(TauPredicate::Compare {
+                            stat,
+                            abs,
+                            op,
+                            value,
+                        })
+                    } else {
+                        let ((stat, abs), value) = (stat_operand(right)?, literal(left)?);
+                        Some(TauPredicate::Compare {
+                            stat,
                             abs,
                             op: op.flipped(),
                             value,
@@ -132,15 +161,17 @@ impl TauPredicate {
                 low,
                 high,
             }) => {
-                let abs = tau_operand(expr)?;
+                let (stat, abs) = stat_operand(expr)?;
                 let (low, high) = (literal(low)?, literal(high)?);
                 let inside = Self::and(
                     TauPredicate::Compare {
+                        stat,
                         abs,
                         op: Cmp::GtEq,
                         value: low,
                     },
                     TauPredicate::Compare {
+                        stat,
                         abs,
                         op: Cmp::LtEq,
                         value: high,
@@ -162,17 +193,35 @@ impl TauPredicate {
         TauPredicate::And(Box::new(a), Box::new(b))
     }
 
-    /// Whether a pair with this `tau` passes.
+    /// Whether a pair with this `tau` and p-value passes (`p_value` is only
+    /// read when [`TauPredicate::reads_p_value`]).
     #[inline]
-    pub fn eval(&self, tau: f64) -> bool {
+    pub fn eval(&self, tau: f64, p_value: f64) -> bool {
         match self {
-            TauPredicate::Compare { abs, op, value } => {
-                let x = if *abs { tau.abs() } else { tau };
+            TauPredicate::Compare {
+                stat,
+                abs,
+                op,
+                value,
+            } => {
+                let x = if *stat == Stat::Tau { tau } else { p_value };
+                let x = if *abs { x.abs() } else { x };
                 op.holds(x.total_cmp(value))
             }
-            TauPredicate::And(a, b) => a.eval(tau) && b.eval(tau),
-            TauPredicate::Or(a, b) => a.eval(tau) || b.eval(tau),
-            TauPredicate::Not(a) => !a.eval(tau),
+            TauPredicate::And(a, b) => a.eval(tau, p_value) && b.eval(tau, p_value),
+            TauPredicate::Or(a, b) => a.eval(tau, p_value) || b.eval(tau, p_value),
+            TauPredicate::Not(a) => !a.eval(tau, p_value),
+        }
+    }
+
+    /// Whether the predicate needs the p-value.
+    pub fn reads_p_value(&self) -> bool {
+        match self {
+            TauPredicate::Compare { stat, .. } => *stat == Stat::PValue,
+            TauPredicate::And(a, b) | TauPredicate::Or(a, b) => {
+                a.reads_p_value() || b.reads_p_value()
+            }
+            TauPredicate::Not(a) => a.reads_p_value(),
         }
     }
 }
@@ -180,9 +229,18 @@ impl TauPredicate {
 impl fmt::Display for TauPredicate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            TauPredicate::Compare { abs, op, value } => {
-                let col = if *abs { "abs(tau)" } else { "tau" };
-                write!(f, "{col} {} {value}", op.symbol())
+            TauPredicate::Compare {
+                stat,
+                abs,
+                op,
+                value,
+            } => {
+                let col = stat.name();
+                if *abs {
+                    write!(f, "abs({col}) {} {value}", op.symbol())
+                } else {
+                    write!(f, "{col} {} {value}", op.symbol())
+                }
             }
             TauPredicate::And(a, b) => write!(f, "({a} AND {b})"),
             TauPredicate::Or(a, b) => write!(f, "({a} OR {b})"),
@@ -191,14 +249,18 @@ impl fmt::Display for TauPredicate {
     }
 }
 
-/// `Some(false)` for the column `tau`, `Some(true)` for `abs(tau)`.
-fn tau_operand(expr: &Expr) -> Option<bool> {
-    match expr {
-        Expr::Column(c) if c.name == TAU => Some(false),
-        Expr::ScalarFunction(f) if f.name() == "abs" && f.args.len() == 1 => {
-            matches!(&f.args[0], Expr::Column(c) if c.name == TAU).then_some(true)
-        }
+/// The statistic a column reference names, with whether it is under `abs`.
+fn stat_operand(expr: &Expr) -> Option<(Stat, bool)> {
+    let stat = |e: &Expr| match e {
+        Expr::Column(c) if c.name == TAU => Some(Stat::Tau),
+        Expr::Column(c) if c.name == P_VALUE => Some(Stat::PValue),
         _ => None,
+    };
+    match expr {
+        Expr::ScalarFunction(f) if f.name() == "abs" && f.args.len() == 1 => {
+            Some((stat(&f.args[0])?, true))
+        }
+        other => Some((stat(other)?, false)),
     }
 }
 
@@ -232,19 +294,19 @@ mod tests {
     #[test]
     fn comparisons_follow_arrow_total_order() {
         let p = pred(abs(col("tau")).gt_eq(lit(0.8)));
-        assert!(p.eval(0.8) && p.eval(-0.9) && !p.eval(0.5));
+        assert!(p.eval(0.8, f64::NAN) && p.eval(-0.9, f64::NAN) && !p.eval(0.5, f64::NAN));
         // NaN sorts above every number in Arrow comparisons.
-        assert!(p.eval(f64::NAN));
+        assert!(p.eval(f64::NAN, f64::NAN));
         let p = pred(lit(0.5).gt(col("tau")));
-        assert!(p.eval(0.4) && !p.eval(0.5) && !p.eval(f64::NAN));
+        assert!(p.eval(0.4, f64::NAN) && !p.eval(0.5, f64::NAN) && !p.eval(f64::NAN, f64::NAN));
         let p = pred(col("tau").between(lit(-0.1), lit(0.1)));
-        assert!(p.eval(0.0) && p.eval(0.1) && !p.eval(0.2));
+        assert!(p.eval(0.0, f64::NAN) && p.eval(0.1, f64::NAN) && !p.eval(0.2, f64::NAN));
         let p = pred(col("tau").not_between(lit(-0.1), lit(0.1)));
-        assert!(!p.eval(0.0) && p.eval(0.2));
+        assert!(!p.eval(0.0, f64::NAN) && p.eval(0.2, f64::NAN));
         let p = pred(col("tau").lt(lit(-0.5)).or(col("tau").gt(lit(0.5_f32))));
-        assert!(p.eval(-0.6) && p.eval(0.6) && !p.eval(0.0));
+        assert!(p.eval(-0.6, f64::NAN) && p.eval(0.6, f64::NAN) && !p.eval(0.0, f64::NAN));
         let p = pred(col("tau").gt(lit(0i64)));
-        assert!(p.eval(0.1) && !p.eval(0.0));
+        assert!(p.eval(0.1, f64::NAN) && !p.eval(0.0, f64::NAN));
     }
 
     #[test]

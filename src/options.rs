@@ -5,6 +5,7 @@ use datafusion::common::extensions_options;
 
 use crate::input::Layout;
 use crate::kernel::isa::SimdChoice;
+use crate::kernel::pvalue::PValueMethod;
 use crate::kernel::{KernelChoice, Variant};
 
 /// Default edge of a tile, in genes. Chosen with the `tile_size` benchmark
@@ -35,6 +36,8 @@ extensions_options! {
         pub memory_limit: usize, default = DEFAULT_MEMORY_LIMIT
         /// Input layout: 'genes_as_rows', 'genes_as_columns' or 'long'.
         pub layout: Layout, default = Layout::GenesAsRows
+        /// p-value method: 'auto' (scipy's rule), 'asymptotic' or 'exact'.
+        pub pvalue: PValueMethod, default = PValueMethod::Auto
     }
 }
 

@@ -11,18 +11,20 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::exec::{KendallExec, ScanConfig};
-use crate::filter::{TAU, TauPredicate};
+use crate::filter::{P_VALUE, TAU, TauPredicate};
 use crate::gene_filter::GenePredicate;
 use crate::input::{FN_NAME, InputSpec};
 use crate::kernel::{KernelKind, bitset};
 use crate::options::KendallOptions;
 
-/// The output schema: `gene_i`, `gene_j` (non-null strings) and `tau` (Float64).
+/// The output schema: `gene_i`, `gene_j` (non-null strings), `tau` and
+/// `p_value` (Float64; the p-value is computed only when a query reads it).
 pub fn output_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("gene_i", DataType::Utf8, false),
         Field::new("gene_j", DataType::Utf8, false),
         Field::new(TAU, DataType::Float64, false),
+        Field::new(P_VALUE, DataType::Float64, false),
     ]))
 }
 
@@ -118,6 +120,7 @@ impl TableProvider for KendallTable {
             tile_size: options.tile_size.max(1),
             partitions: config.execution.target_partitions.max(1),
             batch_size: usize::from(config.execution.batch_size).max(1),
+            pvalue: options.pvalue,
             predicate: predicate.map(Arc::new),
             gene_predicate: gene_predicate.map(Arc::new),
             limit,

@@ -14,7 +14,7 @@ mod rank;
 
 pub use layouts::Layout;
 
-pub use rank::RankedMatrix;
+pub use rank::{RankedMatrix, VarianceTerms};
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;

@@ -21,6 +21,18 @@ pub struct RankedMatrix {
     ties: Vec<u64>,
     /// Per gene, the number of distinct values.
     distinct: Vec<u32>,
+    /// Per gene, the tie terms of the variance of S.
+    variance: Vec<VarianceTerms>,
+}
+
+/// Tie terms of one gene in the variance of Kendall's S (Kendall 1970, as
+/// scipy and R's `cor.test` use): sums over groups of t equal values.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct VarianceTerms {
+    /// `Σ t(t-1)(t-2)`.
+    pub t2: f64,
+    /// `Σ t(t-1)(2t+5)`.
+    pub t5: f64,
 }
 
 impl RankedMatrix {
@@ -31,8 +43,8 @@ impl RankedMatrix {
         assert!(samples <= u32::MAX as usize, "at most u32::MAX samples");
         let mut ranks = vec![0u32; values.len()];
         let mut order = vec![0u32; values.len()];
-        let stats: Vec<(u64, u32)> = if samples == 0 {
-            vec![(0, 0); genes]
+        let stats: Vec<(u64, u32, VarianceTerms)> = if samples == 0 {
+            vec![(0, 0, VarianceTerms::default()); genes]
         } else {
             ranks
                 .par_chunks_mut(samples)
@@ -41,7 +53,14 @@ impl RankedMatrix {
                 .map(|((r, o), x)| rank_gene(x, r, o))
                 .collect()
         };
-        let (ties, distinct) = stats.into_iter().unzip();
+        let mut ties = Vec::with_capacity(genes);
+        let mut distinct = Vec::with_capacity(genes);
+        let mut variance = Vec::with_capacity(genes);
+        for (t, d, v) in stats {
+            ties.push(t);
+            distinct.push(d);
+            variance.push(v);
+        }
         Self {
             genes,
             samples,
@@ -49,6 +68,7 @@ impl RankedMatrix {
             order,
             ties,
             distinct,
+            variance,
         }
     }
 
@@ -90,6 +110,11 @@ impl RankedMatrix {
         self.distinct[g]
     }
 
+    /// The tie terms of gene `g` in the variance of S (for p-values).
+    pub fn variance_terms(&self, g: usize) -> VarianceTerms {
+        self.variance[g]
+    }
+
     /// The tie statistics of gene `g` that tau needs.
     #[inline]
     pub fn ties(&self, g: usize) -> GeneTies {
@@ -100,8 +125,8 @@ impl RankedMatrix {
     }
 }
 
-/// Ranks one gene; returns (tied pairs, distinct values).
-fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> (u64, u32) {
+/// Ranks one gene; returns (tied pairs, distinct values, variance terms).
+fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> (u64, u32, VarianceTerms) {
     for (k, o) in order.iter_mut().enumerate() {
         *o = k as u32;
     }
@@ -112,8 +137,15 @@ fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> (u64, u32) {
     let mut rank = 0u32;
     let mut ties = 0u64;
     let mut run = 0u64;
+    let mut variance = VarianceTerms::default();
+    let mut close_group = |run: u64| {
+        let t = (run + 1) as f64;
+        variance.t2 += t * (t - 1.0) * (t - 2.0);
+        variance.t5 += t * (t - 1.0) * (2.0 * t + 5.0);
+    };
     for p in 0..order.len() {
         if p > 0 && key(order[p]) != key(order[p - 1]) {
+            close_group(run);
             rank += 1;
             run = 0;
         } else if p > 0 {
@@ -122,8 +154,13 @@ fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> (u64, u32) {
         }
         ranks[order[p] as usize] = rank;
     }
-    let distinct = if order.is_empty() { 0 } else { rank + 1 };
-    (ties, distinct)
+    let distinct = if order.is_empty() {
+        0
+    } else {
+        close_group(run);
+        rank + 1
+    };
+    (ties, distinct, variance)
 }
 
 #[cfg(test)]
@@ -137,6 +174,8 @@ mod tests {
         assert_eq!(m.ranks(0), &[1, 0, 0, 1, 1]);
         assert_eq!(m.order(0), &[1, 2, 0, 3, 4]);
         assert_eq!(m.tie_pairs(0), 1 + 3);
+        // groups of 2 and 3: t2 = 0 + 6, t5 = 2·1·9 + 3·2·11
+        assert_eq!(m.variance_terms(0), VarianceTerms { t2: 6.0, t5: 84.0 });
         assert_eq!(m.distinct(0), 2);
         assert_eq!(m.ranks(1), &[4, 3, 2, 1, 0]);
         assert_eq!(m.tie_pairs(1), 0);

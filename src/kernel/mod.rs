@@ -12,6 +12,7 @@ pub mod bitset;
 pub mod gse;
 pub mod isa;
 pub mod naive;
+pub mod pvalue;
 pub mod vse;
 
 use std::fmt;

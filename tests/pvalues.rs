@@ -1,0 +1,144 @@
+//! The `p_value` column against scipy.stats.kendalltau.
+
+mod common;
+
+use std::collections::HashMap;
+
+use common::{ctx, run};
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::datatypes::Float64Type;
+use datafusion::arrow::util::pretty::pretty_format_batches;
+
+type Keyed = HashMap<(String, String), f64>;
+
+/// (gene_i, gene_j) -> p_value from a reference CSV (`nan` for NaN).
+fn reference_p(path: &str) -> Keyed {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            ((f[0].to_string(), f[1].to_string()), f[3].parse().unwrap())
+        })
+        .collect()
+}
+
+async fn p_values(sql: &str) -> Keyed {
+    let ctx = ctx(2);
+    let batches = run(&ctx, sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let mut out = HashMap::new();
+    for b in &batches {
+        let (gi, gj) = (
+            b.column(0).as_string::<i32>(),
+            b.column(1).as_string::<i32>(),
+        );
+        let p = b.column(2).as_primitive::<Float64Type>();
+        for r in 0..b.num_rows() {
+            out.insert(
+                (gi.value(r).to_string(), gj.value(r).to_string()),
+                p.value(r),
+            );
+        }
+    }
+    out
+}
+
+fn assert_close(got: &Keyed, expected: &Keyed, what: &str) {
+    assert_eq!(got.len(), expected.len(), "{what}: row count");
+    for (key, &e) in expected {
+        let g = got[key];
+        if e.is_nan() {
+            assert!(g.is_nan(), "{what} {key:?}: expected NaN, got {g}");
+        } else {
+            let rel = ((g - e) / e).abs();
+            assert!(
+                rel <= 1e-10,
+                "{what} {key:?}: got {g}, scipy {e} (rel {rel:e})"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn asymptotic_p_values_with_ties_match_scipy() {
+    let expected = reference_p("tests/data/bladder_ties_reference.csv");
+    for kernel in ["gse", "bitset"] {
+        let got = p_values(&format!(
+            "SET kendall.kernel = '{kernel}'; \
+             SELECT gene_i, gene_j, p_value FROM kendall_all_pairs('tests/data/bladder_ties.parquet')"
+        ))
+        .await;
+        assert_close(&got, &expected, kernel);
+    }
+    // n = 57 without ties in most genes: auto is asymptotic here too.
+    let dir = tempfile::tempdir().unwrap();
+    let head = dir.path().join("head.parquet");
+    common::head_parquet("data/demo_expression.parquet", 120, &head);
+    let got = p_values(&format!(
+        "SELECT gene_i, gene_j, p_value FROM kendall_all_pairs('{}')",
+        head.display()
+    ))
+    .await;
+    assert_close(
+        &got,
+        &reference_p("tests/data/demo_head_reference.csv"),
+        "demo head",
+    );
+}
+
+#[tokio::test]
+async fn exact_p_values_match_scipy() {
+    // n = 30 without ties: scipy's auto picks the exact distribution.
+    let got = p_values(
+        "SELECT gene_i, gene_j, p_value FROM kendall_all_pairs('tests/data/demo_30_reference.parquet')",
+    )
+    .await;
+    assert_close(
+        &got,
+        &reference_p("tests/data/demo_30_reference.csv"),
+        "auto, n=30",
+    );
+    // n = 57 forced exact.
+    let dir = tempfile::tempdir().unwrap();
+    let head = dir.path().join("head20.parquet");
+    common::head_parquet("data/demo_expression.parquet", 20, &head);
+    let got = p_values(&format!(
+        "SET kendall.pvalue = 'exact'; SELECT gene_i, gene_j, p_value FROM kendall_all_pairs('{}')",
+        head.display()
+    ))
+    .await;
+    assert_close(
+        &got,
+        &reference_p("tests/data/demo_head_exact_reference.csv"),
+        "exact, n=57",
+    );
+}
+
+#[tokio::test]
+async fn p_value_filters_are_pushed_down() {
+    let ctx = ctx(2);
+    let all = p_values(
+        "SELECT gene_i, gene_j, p_value FROM kendall_all_pairs('tests/data/bladder_ties.parquet')",
+    )
+    .await;
+    let expected = all.values().filter(|p| p.is_nan() || **p < 1e-6).count();
+    assert!(expected > 0 && expected < all.len());
+    let sql = "SELECT gene_i, gene_j, p_value FROM kendall_all_pairs('tests/data/bladder_ties.parquet') \
+               WHERE p_value < 1e-6";
+    let got = p_values(sql).await;
+    assert_eq!(got.len(), all.values().filter(|p| **p < 1e-6).count());
+    let plan = run(&ctx, &format!("EXPLAIN {sql}")).await.unwrap();
+    let plan = pretty_format_batches(&plan).unwrap().to_string();
+    assert!(
+        !plan.contains("FilterExec") && plan.contains("filter=p_value < "),
+        "{plan}"
+    );
+    let err = run(&ctx, "SET kendall.pvalue = 'fisher'")
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("kendall.pvalue must be one of"), "{err}");
+}
