@@ -9,6 +9,15 @@ SELECT * FROM kendall_all_pairs('data/demo_expression.parquet', 'gene_id')
 ORDER BY tau DESC, gene_i, gene_j
 LIMIT 5;
 
+-- Significance: p-values (scipy's rule), filtered inside the scan.
+SET kendall.variant = 'b';
+SET kendall.pvalue = 'auto';     -- auto | asymptotic | exact
+SELECT gene_i, gene_j, tau, p_value
+FROM kendall_all_pairs('data/demo_expression.parquet')
+WHERE p_value < 1e-12
+ORDER BY p_value, gene_i, gene_j
+LIMIT 5;
+
 -- See the plan: partitions, tile size, kernel, variant, pushed-down filter.
 EXPLAIN SELECT count(*) FROM kendall_all_pairs('data/demo_expression.parquet')
 WHERE tau BETWEEN 0.5 AND 0.9;
