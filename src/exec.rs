@@ -431,7 +431,10 @@ impl PairStream {
                     self.out_i.push(p.i);
                     self.out_j.push(p.j);
                     self.out_tau.push(t);
-                    self.out_p.push(pv);
+                    // p-values are kept only when the query reads them.
+                    if prepared.pvalues.is_some() {
+                        self.out_p.push(pv);
+                    }
                 }
             }
             if self.out_tau.len() >= capacity || self.exhausted || Instant::now() >= deadline {

@@ -173,8 +173,7 @@ async fn tau_filters_are_pushed_down_and_exact() {
             "{predicate}: test data should keep some rows"
         );
 
-        let plan = run(&ctx, &format!("EXPLAIN {sql}")).await.unwrap();
-        let plan = pretty_format_batches(&plan).unwrap().to_string();
+        let plan = common::plan(&ctx, &format!("EXPLAIN {sql}")).await;
         assert!(!plan.contains("FilterExec"), "{predicate}:\n{plan}");
         assert!(plan.contains("filter="), "{predicate}:\n{plan}");
     }
@@ -189,8 +188,7 @@ async fn tau_filters_are_pushed_down_and_exact() {
         .count();
     assert!(expected > 0);
     assert_eq!(got.len(), expected);
-    let plan = run(&ctx, &format!("EXPLAIN {sql}")).await.unwrap();
-    let plan = pretty_format_batches(&plan).unwrap().to_string();
+    let plan = common::plan(&ctx, &format!("EXPLAIN {sql}")).await;
     assert!(plan.contains("FilterExec"), "{plan}");
     assert!(plan.contains("filter=abs(tau) > 0.3"), "{plan}");
 }
@@ -224,13 +222,11 @@ async fn limit_count_and_projection() {
 #[tokio::test]
 async fn explain_and_explain_analyze_show_the_node_and_metrics() {
     let ctx = ctx(3);
-    let plan = run(
+    let plan = common::plan(
         &ctx,
         &format!("EXPLAIN SELECT * FROM kendall_all_pairs('{TIES}')"),
     )
-    .await
-    .unwrap();
-    let plan = pretty_format_batches(&plan).unwrap().to_string();
+    .await;
     for needle in [
         "KendallExec",
         "partitions=3",
@@ -241,13 +237,11 @@ async fn explain_and_explain_analyze_show_the_node_and_metrics() {
     ] {
         assert!(plan.contains(needle), "{needle} missing:\n{plan}");
     }
-    let plan = run(
+    let plan = common::plan(
         &ctx,
         &format!("EXPLAIN ANALYZE SELECT count(*) FROM kendall_all_pairs('{TIES}')"),
     )
-    .await
-    .unwrap();
-    let plan = pretty_format_batches(&plan).unwrap().to_string();
+    .await;
     for needle in [
         "pairs_computed=1.83 K",
         "kernel_time=",
@@ -319,13 +313,11 @@ async fn options_refuse_bad_values() {
 #[tokio::test]
 async fn limit_stops_the_computation_early() {
     let ctx = ctx(2);
-    let plan = run(
+    let plan = common::plan(
         &ctx,
         &format!("EXPLAIN ANALYZE SELECT * FROM kendall_all_pairs('{DEMO}') LIMIT 5"),
     )
-    .await
-    .unwrap();
-    let plan = pretty_format_batches(&plan).unwrap().to_string();
+    .await;
     let field = plan
         .split("pairs_computed=")
         .nth(1)
@@ -480,8 +472,7 @@ async fn gene_filters_compute_only_the_touching_pairs() {
         expected.sort();
         assert_eq!(got, expected, "{predicate}");
 
-        let plan = run(&ctx, &format!("EXPLAIN ANALYZE {sql}")).await.unwrap();
-        let plan = pretty_format_batches(&plan).unwrap().to_string();
+        let plan = common::plan(&ctx, &format!("EXPLAIN ANALYZE {sql}")).await;
         assert!(!plan.contains("FilterExec"), "{predicate}:\n{plan}");
         assert!(plan.contains("gene_filter="), "{predicate}:\n{plan}");
         if let Some(n) = computed {

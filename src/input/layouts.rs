@@ -6,14 +6,13 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-use datafusion::arrow::array::{Array, AsArray, Float64Array, StringArray};
-use datafusion::arrow::compute::cast;
+use datafusion::arrow::array::{Array, AsArray, StringArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 
 use super::{
-    Columns, ExpressionMatrix, InputSpec, column_list, data_error, is_string, open_parquet,
-    plan_error,
+    Columns, ExpressionMatrix, InputSpec, checked_value, column_as, column_list, data_error,
+    is_string, plan_error,
 };
 
 /// How the expression matrix is laid out (`SET kendall.layout = ...`).
@@ -113,22 +112,15 @@ pub(super) fn load_columns(spec: &InputSpec, genes: &[String]) -> Result<Express
     let mut row0 = 0usize;
     for file in &spec.files {
         let name = file.display();
-        let reader = open_parquet(file)?
-            .with_batch_size(8192)
-            .build()
-            .map_err(|e| data_error(format!("cannot read '{name}': {e}")))?;
-        for batch in reader {
-            let batch = batch.map_err(|e| data_error(format!("cannot read '{name}': {e}")))?;
+        for batch in super::batches(file)? {
+            let batch = batch?;
             if row0 + batch.num_rows() > n {
                 return Err(data_error(format!(
                     "'{name}' has more rows than its metadata says"
                 )));
             }
             for (g, gene) in genes.iter().enumerate() {
-                let column = batch
-                    .column_by_name(gene)
-                    .ok_or_else(|| data_error(format!("column '{gene}' missing from '{name}'")))?;
-                let column = cast(column, &DataType::Float64)?;
+                let column = column_as(&batch, gene, file, &DataType::Float64)?;
                 let column = column.as_primitive::<Float64Type>();
                 for r in 0..batch.num_rows() {
                     values[g * n + row0 + r] = checked_value(column, r, || {
@@ -232,19 +224,10 @@ fn read_long(files: &[PathBuf], gene: &str, sample: &str, value: &str) -> Result
     let mut sample_index: HashMap<String, usize> = HashMap::new();
     for (f, file) in files.iter().enumerate() {
         let name = file.display();
-        let reader = open_parquet(file)?
-            .with_batch_size(8192)
-            .build()
-            .map_err(|e| data_error(format!("cannot read '{name}': {e}")))?;
         let mut row0 = 0usize;
-        for batch in reader {
-            let batch = batch.map_err(|e| data_error(format!("cannot read '{name}': {e}")))?;
-            let column = |c: &str, to: &DataType| -> Result<_> {
-                let a = batch
-                    .column_by_name(c)
-                    .ok_or_else(|| data_error(format!("column '{c}' missing from '{name}'")))?;
-                Ok(cast(a, to)?)
-            };
+        for batch in super::batches(file)? {
+            let batch = batch?;
+            let column = |c: &str, to: &DataType| column_as(&batch, c, file, to);
             let genes = column(gene, &DataType::Utf8)?;
             let genes = genes.as_string::<i32>();
             let samples = column(sample, &DataType::Utf8)?;
@@ -331,21 +314,4 @@ pub(super) fn load_long(
         samples: n,
         values,
     })
-}
-
-/// Value `r` of `column`, refused when null, NaN or infinite.
-fn checked_value(column: &Float64Array, r: usize, what: impl Fn() -> String) -> Result<f64> {
-    let problem = if column.is_null(r) {
-        "a null"
-    } else if column.value(r).is_nan() {
-        "a NaN"
-    } else if column.value(r).is_infinite() {
-        "an infinite"
-    } else {
-        return Ok(column.value(r));
-    };
-    Err(data_error(format!(
-        "{} has {problem} value; missing values are not supported yet",
-        what()
-    )))
 }

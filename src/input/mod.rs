@@ -21,7 +21,9 @@ use std::collections::hash_map::Entry;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
-use datafusion::arrow::array::{Array, AsArray, StringArray, StringBuilder};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray, StringBuilder,
+};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
@@ -272,6 +274,42 @@ fn read_schema(file: &Path) -> Result<SchemaRef> {
     Ok(open_parquet(file)?.schema().clone())
 }
 
+/// The record batches of `file`, with read errors naming it.
+fn batches(file: &Path) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
+    let name = file.display().to_string();
+    let reader = open_parquet(file)?
+        .with_batch_size(8192)
+        .build()
+        .map_err(|e| data_error(format!("cannot read '{name}': {e}")))?;
+    Ok(reader.map(move |b| b.map_err(|e| data_error(format!("cannot read '{name}': {e}")))))
+}
+
+/// Column `name` of `batch` (read from `file`), cast to `to`.
+fn column_as(batch: &RecordBatch, name: &str, file: &Path, to: &DataType) -> Result<ArrayRef> {
+    let column = batch
+        .column_by_name(name)
+        .ok_or_else(|| data_error(format!("column '{name}' missing from '{}'", file.display())))?;
+    Ok(cast(column, to)?)
+}
+
+/// Value `r` of `column`, refused when null, NaN or infinite; `what` names
+/// the gene and sample for the error.
+fn checked_value(column: &Float64Array, r: usize, what: impl Fn() -> String) -> Result<f64> {
+    let problem = if column.is_null(r) {
+        "a null"
+    } else if column.value(r).is_nan() {
+        "a NaN"
+    } else if column.value(r).is_infinite() {
+        "an infinite"
+    } else {
+        return Ok(column.value(r));
+    };
+    Err(data_error(format!(
+        "{} has {problem} value; missing values are not supported yet",
+        what()
+    )))
+}
+
 /// A loaded and validated expression matrix.
 #[derive(Debug, Clone)]
 pub struct ExpressionMatrix {
@@ -309,20 +347,11 @@ fn load_rows(
     let mut seen: HashMap<String, (usize, usize)> = HashMap::new();
     for (file_index, file) in spec.files.iter().enumerate() {
         let name = file.display();
-        let reader = open_parquet(file)?
-            .with_batch_size(8192)
-            .build()
-            .map_err(|e| data_error(format!("cannot read '{name}': {e}")))?;
         let mut row0 = 0usize;
-        for batch in reader {
-            let batch = batch.map_err(|e| data_error(format!("cannot read '{name}': {e}")))?;
+        for batch in batches(file)? {
+            let batch = batch?;
             let rows = batch.num_rows();
-            let column = |col: &str| {
-                batch
-                    .column_by_name(col)
-                    .ok_or_else(|| data_error(format!("column '{col}' missing from '{name}'")))
-            };
-            let ids = cast(column(gene_column)?, &DataType::Utf8)?;
+            let ids = column_as(&batch, gene_column, file, &DataType::Utf8)?;
             let ids = ids.as_string::<i32>();
             let base = values.len();
             values.resize(base + rows * n, 0.0);
@@ -349,25 +378,16 @@ fn load_rows(
                 genes.append_value(id);
             }
             for (s, sample) in sample_columns.iter().enumerate() {
-                let col = cast(column(sample)?, &DataType::Float64)?;
+                let col = column_as(&batch, sample, file, &DataType::Float64)?;
                 let col = col.as_primitive::<Float64Type>();
                 for r in 0..rows {
-                    let problem = if col.is_null(r) {
-                        "a null"
-                    } else if col.value(r).is_nan() {
-                        "a NaN"
-                    } else if col.value(r).is_infinite() {
-                        "an infinite"
-                    } else {
-                        values[base + r * n + s] = col.value(r);
-                        continue;
-                    };
-                    return Err(data_error(format!(
-                        "gene '{}' (row {} of '{name}') has {problem} value in sample column '{sample}'; \
-                         missing values are not supported yet",
-                        ids.value(r),
-                        row0 + r + 1
-                    )));
+                    values[base + r * n + s] = checked_value(col, r, || {
+                        format!(
+                            "gene '{}' (row {} of '{name}') in sample column '{sample}'",
+                            ids.value(r),
+                            row0 + r + 1
+                        )
+                    })?;
                 }
             }
             row0 += rows;

@@ -31,6 +31,16 @@ pub async fn run(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<V
     Ok(last)
 }
 
+/// The plan of `EXPLAIN [ANALYZE] <sql>` (pass the whole statement) as text.
+pub async fn plan(ctx: &SessionContext, explain: &str) -> String {
+    let batches = run(ctx, explain)
+        .await
+        .unwrap_or_else(|e| panic!("{explain}: {e}"));
+    datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+        .unwrap()
+        .to_string()
+}
+
 /// One output row.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Pair {
