@@ -150,13 +150,15 @@ impl KendallExec {
 /// Reads, validates and ranks the input; splits the tiles into partitions.
 fn prepare(spec: &InputSpec, config: &ScanConfig, wants_p: bool) -> Result<Prepared> {
     let loaded = input::load(spec)?;
-    let genes = loaded.genes.len();
+    let gene_ids = loaded.genes.clone();
+    let genes = gene_ids.len();
     let matrix = RankedMatrix::from_values(genes, loaded.samples, &loaded.values);
-    drop(loaded.values);
+    // The values are no longer needed once ranked (unless the spec keeps them).
+    drop(loaded);
     let planes = (config.kernel == KernelKind::Bitset).then(|| Arc::new(BitPlanes::build(&matrix)));
     let positions = |names: &BTreeSet<String>| -> Vec<u32> {
         let mut found: Vec<u32> = (0..genes)
-            .filter(|&g| names.contains(loaded.genes.value(g)))
+            .filter(|&g| names.contains(gene_ids.value(g)))
             .map(|g| g as u32)
             .collect();
         found.sort_unstable();
@@ -171,13 +173,10 @@ fn prepare(spec: &InputSpec, config: &ScanConfig, wants_p: bool) -> Result<Prepa
         ),
         None => WorkSplit::tiles(genes, config.tile_size, config.partitions),
     };
-    let gene_filter = config
-        .gene_predicate
-        .as_ref()
-        .map(|p| p.resolve(&loaded.genes));
-    let pvalues = wants_p.then(|| PValues::new(config.pvalue, loaded.samples));
+    let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
+    let pvalues = wants_p.then(|| PValues::new(config.pvalue, matrix.samples()));
     Ok(Prepared {
-        genes: loaded.genes,
+        genes: gene_ids,
         matrix,
         planes,
         work,

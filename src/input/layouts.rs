@@ -5,6 +5,7 @@ use std::collections::hash_map::Entry;
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, StringArray};
 use datafusion::arrow::datatypes::{DataType, Float64Type, SchemaRef};
@@ -102,6 +103,7 @@ pub(super) fn inspect_columns(
         genes: genes.len(),
         samples: rows,
         columns: Columns::GenesAsColumns { genes },
+        prefetched: None,
     })
 }
 
@@ -186,6 +188,8 @@ pub(super) fn inspect_long(
             )));
         }
     }
+    // The gene and sample counts are only known after reading everything, so
+    // the matrix is built now and kept for execution: the file is read once.
     let long = read_long(&files, &gene, &sample, &value)?;
     if long.samples.len() < 2 {
         return Err(plan_error(format!(
@@ -193,16 +197,18 @@ pub(super) fn inspect_long(
             long.samples.len()
         )));
     }
+    let matrix = long_matrix(&files, path, long)?;
     Ok(InputSpec {
         path: path.to_string(),
         files,
-        genes: long.genes.len(),
-        samples: long.samples.len(),
+        genes: matrix.genes.len(),
+        samples: matrix.samples,
         columns: Columns::Long {
             gene,
             sample,
             value,
         },
+        prefetched: Some(Arc::new(matrix)),
     })
 }
 
@@ -266,15 +272,9 @@ fn read_long(files: &[PathBuf], gene: &str, sample: &str, value: &str) -> Result
     Ok(out)
 }
 
-/// Reads a long input into a genes × samples matrix; every gene must have
-/// exactly one value for every sample.
-pub(super) fn load_long(
-    spec: &InputSpec,
-    gene: &str,
-    sample: &str,
-    value: &str,
-) -> Result<ExpressionMatrix> {
-    let long = read_long(&spec.files, gene, sample, value)?;
+/// Turns the triples of a long input into a genes × samples matrix; every
+/// gene must have exactly one value for every sample.
+fn long_matrix(files: &[PathBuf], path: &str, long: LongInput) -> Result<ExpressionMatrix> {
     let n = long.samples.len();
     let mut values = vec![0.0f64; long.genes.len() * n];
     let mut seen: HashMap<(usize, usize), (usize, usize)> = HashMap::new();
@@ -286,8 +286,8 @@ pub(super) fn load_long(
                     "gene '{}' has two values for sample '{}': row {row0} of '{}' and row {row} of '{}'",
                     long.genes[g],
                     long.samples[s],
-                    spec.files[f0].display(),
-                    spec.files[f].display()
+                    files[f0].display(),
+                    files[f].display()
                 )));
             }
             Entry::Vacant(slot) => {
@@ -303,7 +303,7 @@ pub(super) fn load_long(
                     return Err(data_error(format!(
                         "gene '{}' has no value for sample '{}' in '{}'; with layout 'long' every gene needs \
                          every sample (missing values are not supported yet)",
-                        long.genes[g], long.samples[s], spec.path
+                        long.genes[g], long.samples[s], path
                     )));
                 }
             }

@@ -20,6 +20,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray, StringBuilder,
@@ -53,6 +54,9 @@ pub struct InputSpec {
     pub genes: usize,
     /// Number of samples per gene.
     pub samples: usize,
+    /// The matrix, when checking the input already had to read all of it
+    /// (the long layout), so that a query reads it once.
+    prefetched: Option<Arc<ExpressionMatrix>>,
 }
 
 /// The columns of each layout (`SET kendall.layout = ...`).
@@ -106,6 +110,7 @@ pub fn inspect(path: &str, layout: Layout, names: &[String]) -> Result<InputSpec
                 samples: samples.len(),
                 columns: Columns::GenesAsRows { gene, samples },
                 genes: rows,
+                prefetched: None,
             })
         }
         Layout::GenesAsColumns => layouts::inspect_columns(path, files, &schema, rows, names),
@@ -323,16 +328,20 @@ pub struct ExpressionMatrix {
 
 /// Reads every file of `spec`, checking gene ids (non-null, unique) and
 /// values (non-null, finite).
-pub fn load(spec: &InputSpec) -> Result<ExpressionMatrix> {
-    match &spec.columns {
-        Columns::GenesAsRows { gene, samples } => load_rows(spec, gene, samples),
-        Columns::GenesAsColumns { genes } => layouts::load_columns(spec, genes),
-        Columns::Long {
-            gene,
-            sample,
-            value,
-        } => layouts::load_long(spec, gene, sample, value),
+pub fn load(spec: &InputSpec) -> Result<Arc<ExpressionMatrix>> {
+    if let Some(matrix) = &spec.prefetched {
+        return Ok(Arc::clone(matrix));
     }
+    let matrix = match &spec.columns {
+        Columns::GenesAsRows { gene, samples } => load_rows(spec, gene, samples)?,
+        Columns::GenesAsColumns { genes } => layouts::load_columns(spec, genes)?,
+        Columns::Long { .. } => {
+            return Err(DataFusionError::Internal(
+                "a long input is read when it is checked".to_string(),
+            ));
+        }
+    };
+    Ok(Arc::new(matrix))
 }
 
 /// [`load`] for the genes_as_rows layout.
