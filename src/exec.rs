@@ -15,7 +15,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use datafusion::arrow::array::{Array, ArrayRef, Float64Array, StringArray, UInt32Array};
+use datafusion::arrow::array::{
+    Array, ArrayRef, Float64Array, Int64Array, StringArray, UInt32Array,
+};
+use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
@@ -50,14 +53,19 @@ use crate::work::{PairCursor, WorkSplit};
 /// Index of `p_value` in the output schema.
 const P_VALUE_COLUMN: usize = 3;
 
+/// Index of `n` (samples a pair shares) in the output schema.
+const N_COLUMN: usize = 4;
+
 /// Longest stretch of computation in one poll of a partition's stream.
 pub const POLL_BUDGET: Duration = Duration::from_millis(20);
 
 /// What a scan computes, fixed at planning time.
 #[derive(Debug, Clone)]
 pub struct ScanConfig {
-    /// tau-a or tau-b.
+    /// tau-a, tau-b or tau-c.
     pub variant: Variant,
+    /// Pairs sharing fewer samples than this get NULL tau and p-value.
+    pub min_periods: usize,
     /// The kernel (`auto` already resolved).
     pub kernel: KernelKind,
     /// Instruction set of the SIMD kernels.
@@ -204,6 +212,9 @@ impl DisplayAs for KendallExec {
             write!(f, "{sep}simd{eq}{}", c.isa)?;
         }
         write!(f, "{sep}variant{eq}{}", c.variant)?;
+        if c.min_periods > 1 {
+            write!(f, "{sep}min_periods{eq}{}", c.min_periods)?;
+        }
         if let Some(p) = &c.predicate {
             write!(f, "{sep}filter{eq}{p}")?;
         }
@@ -336,6 +347,7 @@ struct PairStream {
     exhausted: bool,
     kernel: PairKernel,
     variant: Variant,
+    min_periods: usize,
     predicate: Option<Arc<TauPredicate>>,
     batch_size: usize,
     remaining: Option<usize>,
@@ -348,6 +360,11 @@ struct PairStream {
     out_j: Vec<u32>,
     out_tau: Vec<f64>,
     out_p: Vec<f64>,
+    /// Whether each row's tau (and p-value) is non-null.
+    out_valid: Vec<bool>,
+    /// Samples each row's pair shares, when the query reads `n`.
+    out_n: Vec<i64>,
+    wants_n: bool,
     metrics: StreamMetrics,
 }
 
@@ -365,12 +382,15 @@ impl PairStream {
         // naive kernel, less for the others), so a poll never overruns its
         // budget by much.
         let block_cols = ((1usize << 24) / (samples * samples).max(1)).clamp(1, 1024);
+        let wants_n = projection.contains(&N_COLUMN);
         Ok(Self {
+            wants_n,
             kernel: PairKernel::new(config.kernel, samples, config.isa, prepared.planes.clone())?,
             cursor: prepared.work.cursor(partition, block_cols),
             prepared,
             exhausted: false,
             variant: config.variant,
+            min_periods: config.min_periods,
             predicate: config.predicate.clone(),
             batch_size: config.batch_size,
             remaining: config.limit,
@@ -382,6 +402,8 @@ impl PairStream {
             out_j: Vec::new(),
             out_tau: Vec::new(),
             out_p: Vec::new(),
+            out_valid: Vec::new(),
+            out_n: Vec::new(),
             metrics,
         })
     }
@@ -402,7 +424,6 @@ impl PairStream {
         let capacity = self.capacity();
         let prepared = Arc::clone(&self.prepared);
         let m = &prepared.matrix;
-        let samples = m.samples();
         loop {
             while self.pending_pos < self.pending.len() {
                 if self.out_tau.len() >= capacity {
@@ -417,22 +438,39 @@ impl PairStream {
                 {
                     continue;
                 }
-                let (i, j) = (p.i as usize, p.j as usize);
-                let t = tau(self.variant, p.s, samples, m.ties(i), m.ties(j));
-                let pv = prepared.pvalues.as_ref().map_or(f64::NAN, |pv| {
-                    pv.p_value(
-                        p.s,
-                        (m.ties(i), m.variance_terms(i)),
-                        (m.ties(j), m.variance_terms(j)),
-                    )
-                });
-                if self.predicate.as_ref().is_none_or(|pred| pred.eval(t, pv)) {
+                let stats = m.pair_stats(p.i as usize, p.j as usize);
+                // Too few shared samples: tau and p-value are NULL, and so is
+                // every pushed-down comparison of them (the row never passes).
+                let valid = stats.n >= self.min_periods;
+                let (t, pv) = if valid {
+                    let t = tau(self.variant, p.s, stats.n, stats.u, stats.v);
+                    let pv = prepared.pvalues.as_ref().map_or(f64::NAN, |pv| {
+                        pv.p_value(
+                            stats.n,
+                            p.s,
+                            (stats.u, stats.u_variance),
+                            (stats.v, stats.v_variance),
+                        )
+                    });
+                    (t, pv)
+                } else {
+                    (f64::NAN, f64::NAN)
+                };
+                let pass = match &self.predicate {
+                    None => true,
+                    Some(pred) => valid && pred.eval(t, pv),
+                };
+                if pass {
                     self.out_i.push(p.i);
                     self.out_j.push(p.j);
                     self.out_tau.push(t);
-                    // p-values are kept only when the query reads them.
+                    self.out_valid.push(valid);
+                    // p-values and n are kept only when the query reads them.
                     if prepared.pvalues.is_some() {
                         self.out_p.push(pv);
+                    }
+                    if self.wants_n {
+                        self.out_n.push(stats.n as i64);
                     }
                 }
             }
@@ -456,6 +494,17 @@ impl PairStream {
     fn emit(&mut self) -> Result<RecordBatch> {
         let rows = self.out_tau.len();
         let genes = &self.prepared.genes;
+        let nulls = if self.out_valid.iter().all(|&v| v) {
+            None
+        } else {
+            Some(NullBuffer::from(self.out_valid.as_slice()))
+        };
+        let float = |values: &mut Vec<f64>| -> ArrayRef {
+            Arc::new(Float64Array::new(
+                std::mem::take(values).into(),
+                nulls.clone(),
+            ))
+        };
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.projection.len());
         for &c in &self.projection {
             columns.push(match c {
@@ -469,14 +518,17 @@ impl PairStream {
                     &UInt32Array::from(std::mem::take(&mut self.out_j)),
                     None,
                 )?,
-                P_VALUE_COLUMN => Arc::new(Float64Array::from(std::mem::take(&mut self.out_p))),
-                _ => Arc::new(Float64Array::from(std::mem::take(&mut self.out_tau))),
+                P_VALUE_COLUMN => float(&mut self.out_p),
+                N_COLUMN => Arc::new(Int64Array::from(std::mem::take(&mut self.out_n))),
+                _ => float(&mut self.out_tau),
             });
         }
         self.out_i.clear();
         self.out_j.clear();
         self.out_tau.clear();
         self.out_p.clear();
+        self.out_valid.clear();
+        self.out_n.clear();
         if let Some(r) = &mut self.remaining {
             *r -= rows;
         }

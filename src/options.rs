@@ -3,7 +3,7 @@
 use datafusion::common::config::ConfigExtension;
 use datafusion::common::extensions_options;
 
-use crate::input::Layout;
+use crate::input::{Layout, MissingValues};
 use crate::kernel::isa::SimdChoice;
 use crate::kernel::pvalue::PValueMethod;
 use crate::kernel::{KernelChoice, Variant};
@@ -26,7 +26,7 @@ extensions_options! {
     pub struct KendallOptions {
         /// Coefficient: 'b' (tau-b, tie-corrected, the default), 'a' (tau-a) or 'c' (Stuart's tau-c).
         pub variant: Variant, default = Variant::B
-        /// Kernel: 'auto' (the fastest for the data), 'naive', 'gse' or 'bitset'.
+        /// Kernel: 'auto' (the fastest for the data), 'naive', 'gse', 'vse' or 'bitset'.
         pub kernel: KernelChoice, default = KernelChoice::Auto
         /// Instruction set of the SIMD kernels: 'auto', 'avx512', 'avx2' or 'scalar'.
         pub simd: SimdChoice, default = SimdChoice::Auto
@@ -38,6 +38,10 @@ extensions_options! {
         pub layout: Layout, default = Layout::GenesAsRows
         /// p-value method: 'auto' (scipy's rule), 'asymptotic' or 'exact'.
         pub pvalue: PValueMethod, default = PValueMethod::Auto
+        /// Null and NaN values: 'pairwise' (each pair uses the samples both genes have) or 'error'.
+        pub missing: MissingValues, default = MissingValues::Pairwise
+        /// Pairs with fewer complete samples than this get NULL tau and p_value (pandas' min_periods).
+        pub min_periods: usize, default = 1
     }
 }
 

@@ -18,13 +18,16 @@ use crate::kernel::{KernelKind, bitset};
 use crate::options::KendallOptions;
 
 /// The output schema: `gene_i`, `gene_j` (non-null strings), `tau` and
-/// `p_value` (Float64; the p-value is computed only when a query reads it).
+/// `p_value` (Float64; NULL when the pair shares fewer than
+/// `kendall.min_periods` samples) and `n` (Int64, the samples the pair
+/// shares). `p_value` and `n` are computed only when a query reads them.
 pub fn output_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("gene_i", DataType::Utf8, false),
         Field::new("gene_j", DataType::Utf8, false),
-        Field::new(TAU, DataType::Float64, false),
-        Field::new(P_VALUE, DataType::Float64, false),
+        Field::new(TAU, DataType::Float64, true),
+        Field::new(P_VALUE, DataType::Float64, true),
+        Field::new("n", DataType::Int64, false),
     ]))
 }
 
@@ -115,6 +118,7 @@ impl TableProvider for KendallTable {
         }
         let scan = ScanConfig {
             variant: options.variant,
+            min_periods: options.min_periods,
             kernel,
             isa,
             tile_size: options.tile_size.max(1),

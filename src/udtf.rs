@@ -19,7 +19,7 @@ use crate::table::KendallTable;
 /// every numeric column is a gene; with `'long'` the arguments after the
 /// path name the gene, sample and value columns (default `gene`, `sample`,
 /// `value`). The result has one row per
-/// unordered pair of distinct genes: `(gene_i, gene_j, tau)`.
+/// unordered pair of distinct genes: `(gene_i, gene_j, tau, p_value, n)`.
 ///
 /// ```sql
 /// SELECT gene_i, gene_j, tau
@@ -40,14 +40,14 @@ impl TableFunctionImpl for KendallAllPairs {
             .iter()
             .map(|e| string_arg(e, "a column name"))
             .collect::<Result<Vec<_>>>()?;
-        let layout = args
+        let options = args
             .session()
             .config_options()
             .extensions
             .get::<KendallOptions>()
-            .map(|o| o.layout)
+            .cloned()
             .unwrap_or_default();
-        let spec = input::inspect(&path, layout, &names)?;
+        let spec = input::inspect(&path, options.layout, &names, options.missing)?;
         Ok(Arc::new(KendallTable::new(spec)))
     }
 }

@@ -153,14 +153,10 @@ impl PairCursor {
                 let tile = tiles.next()?;
                 let tile_rows = grid.rows(tile);
                 self.rows.clear();
-                self.rows.extend(
-                    tile_rows
-                        .clone()
-                        .filter(|&i| m.tie_pairs(i) == 0)
-                        .map(|i| i as u32),
-                );
                 self.rows
-                    .extend(tile_rows.filter(|&i| m.tie_pairs(i) > 0).map(|i| i as u32));
+                    .extend(tile_rows.clone().filter(|&i| m.untied(i)).map(|i| i as u32));
+                self.rows
+                    .extend(tile_rows.filter(|&i| !m.untied(i)).map(|i| i as u32));
                 *cols = grid.cols(tile);
                 *group = 0;
                 self.next = 0;

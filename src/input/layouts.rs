@@ -12,8 +12,8 @@ use datafusion::arrow::datatypes::{DataType, Float64Type, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 
 use super::{
-    Columns, ExpressionMatrix, InputSpec, checked_value, column_as, column_list, data_error,
-    is_string, plan_error,
+    Columns, ExpressionMatrix, InputSpec, MissingValues, checked_value, column_as, column_list,
+    data_error, is_string, plan_error,
 };
 
 /// How the expression matrix is laid out (`SET kendall.layout = ...`).
@@ -65,6 +65,7 @@ pub(super) fn inspect_columns(
     schema: &SchemaRef,
     rows: usize,
     names: &[String],
+    missing: MissingValues,
 ) -> Result<InputSpec> {
     let file = files[0].display().to_string();
     if !names.is_empty() {
@@ -103,6 +104,7 @@ pub(super) fn inspect_columns(
         genes: genes.len(),
         samples: rows,
         columns: Columns::GenesAsColumns { genes },
+        missing,
         prefetched: None,
     })
 }
@@ -125,7 +127,7 @@ pub(super) fn load_columns(spec: &InputSpec, genes: &[String]) -> Result<Express
                 let column = column_as(&batch, gene, file, &DataType::Float64)?;
                 let column = column.as_primitive::<Float64Type>();
                 for r in 0..batch.num_rows() {
-                    values[g * n + row0 + r] = checked_value(column, r, || {
+                    values[g * n + row0 + r] = checked_value(column, r, spec.missing, || {
                         format!("gene '{gene}' in row {} of '{name}'", row0 + r + 1)
                     })?;
                 }
@@ -147,6 +149,7 @@ pub(super) fn inspect_long(
     files: Vec<PathBuf>,
     schema: &SchemaRef,
     names: &[String],
+    missing: MissingValues,
 ) -> Result<InputSpec> {
     let file = files[0].display().to_string();
     if names.len() > 3 {
@@ -190,7 +193,7 @@ pub(super) fn inspect_long(
     }
     // The gene and sample counts are only known after reading everything, so
     // the matrix is built now and kept for execution: the file is read once.
-    let long = read_long(&files, &gene, &sample, &value)?;
+    let long = read_long(&files, [&gene, &sample, &value], missing)?;
     if long.samples.len() < 2 {
         return Err(plan_error(format!(
             "'{file}' has {} distinct sample(s) in column '{sample}'; Kendall's tau needs at least 2",
@@ -208,6 +211,7 @@ pub(super) fn inspect_long(
             sample,
             value,
         },
+        missing,
         prefetched: Some(Arc::new(matrix)),
     })
 }
@@ -220,7 +224,11 @@ struct LongInput {
     values: Vec<(usize, usize, f64, usize, usize)>,
 }
 
-fn read_long(files: &[PathBuf], gene: &str, sample: &str, value: &str) -> Result<LongInput> {
+fn read_long(
+    files: &[PathBuf],
+    [gene, sample, value]: [&str; 3],
+    missing: MissingValues,
+) -> Result<LongInput> {
     let mut out = LongInput {
         genes: Vec::new(),
         samples: Vec::new(),
@@ -257,7 +265,7 @@ fn read_long(files: &[PathBuf], gene: &str, sample: &str, value: &str) -> Result
                     };
                 let g = index(&mut gene_index, &mut out.genes, genes.value(r));
                 let s = index(&mut sample_index, &mut out.samples, samples.value(r));
-                let x = checked_value(values, r, || {
+                let x = checked_value(values, r, missing, || {
                     format!(
                         "gene '{}', sample '{}' (row {row} of '{name}')",
                         genes.value(r),
@@ -302,7 +310,7 @@ fn long_matrix(files: &[PathBuf], path: &str, long: LongInput) -> Result<Express
                 if !seen.contains_key(&(g, s)) {
                     return Err(data_error(format!(
                         "gene '{}' has no value for sample '{}' in '{}'; with layout 'long' every gene needs \
-                         every sample (missing values are not supported yet)",
+                         a row for every sample (a null value marks it missing)",
                         long.genes[g], long.samples[s], path
                     )));
                 }

@@ -10,11 +10,14 @@
 //! is a `DataFusionError` naming the file, column or gene.
 
 mod layouts;
+mod missing;
 mod rank;
 
 pub use layouts::Layout;
+pub use missing::MissingValues;
+use missing::checked_value;
 
-pub use rank::{RankedMatrix, VarianceTerms};
+pub use rank::{MISSING_RANK, PairStats, RankedMatrix, VarianceTerms};
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
@@ -22,9 +25,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, Float64Array, RecordBatch, StringArray, StringBuilder,
-};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, StringBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
@@ -54,6 +55,8 @@ pub struct InputSpec {
     pub genes: usize,
     /// Number of samples per gene.
     pub samples: usize,
+    /// What a null or NaN value means.
+    pub missing: MissingValues,
     /// The matrix, when checking the input already had to read all of it
     /// (the long layout), so that a query reads it once.
     prefetched: Option<Arc<ExpressionMatrix>>,
@@ -88,8 +91,13 @@ pub enum Columns {
 
 /// Checks `path` and its schema for `layout`, naming columns with `names`
 /// (genes_as_rows: `[gene_column]`; long: `[gene, sample, value]` columns;
-/// genes_as_columns: none).
-pub fn inspect(path: &str, layout: Layout, names: &[String]) -> Result<InputSpec> {
+/// genes_as_columns: none); null and NaN values are treated as `missing` says.
+pub fn inspect(
+    path: &str,
+    layout: Layout,
+    names: &[String],
+    missing: MissingValues,
+) -> Result<InputSpec> {
     let files = list_files(Path::new(path))?;
     let schema = read_schema(&files[0])?;
     check_same_schema(&files, &schema)?;
@@ -110,11 +118,14 @@ pub fn inspect(path: &str, layout: Layout, names: &[String]) -> Result<InputSpec
                 samples: samples.len(),
                 columns: Columns::GenesAsRows { gene, samples },
                 genes: rows,
+                missing,
                 prefetched: None,
             })
         }
-        Layout::GenesAsColumns => layouts::inspect_columns(path, files, &schema, rows, names),
-        Layout::Long => layouts::inspect_long(path, files, &schema, names),
+        Layout::GenesAsColumns => {
+            layouts::inspect_columns(path, files, &schema, rows, names, missing)
+        }
+        Layout::Long => layouts::inspect_long(path, files, &schema, names, missing),
     }
 }
 
@@ -297,24 +308,6 @@ fn column_as(batch: &RecordBatch, name: &str, file: &Path, to: &DataType) -> Res
     Ok(cast(column, to)?)
 }
 
-/// Value `r` of `column`, refused when null, NaN or infinite; `what` names
-/// the gene and sample for the error.
-fn checked_value(column: &Float64Array, r: usize, what: impl Fn() -> String) -> Result<f64> {
-    let problem = if column.is_null(r) {
-        "a null"
-    } else if column.value(r).is_nan() {
-        "a NaN"
-    } else if column.value(r).is_infinite() {
-        "an infinite"
-    } else {
-        return Ok(column.value(r));
-    };
-    Err(data_error(format!(
-        "{} has {problem} value; missing values are not supported yet",
-        what()
-    )))
-}
-
 /// A loaded and validated expression matrix.
 #[derive(Debug, Clone)]
 pub struct ExpressionMatrix {
@@ -322,12 +315,12 @@ pub struct ExpressionMatrix {
     pub genes: StringArray,
     /// Number of samples per gene.
     pub samples: usize,
-    /// genes × samples values, row-major; all finite.
+    /// genes × samples values, row-major; finite, or NaN where missing.
     pub values: Vec<f64>,
 }
 
 /// Reads every file of `spec`, checking gene ids (non-null, unique) and
-/// values (non-null, finite).
+/// values (finite, or missing as `spec.missing` allows).
 pub fn load(spec: &InputSpec) -> Result<Arc<ExpressionMatrix>> {
     if let Some(matrix) = &spec.prefetched {
         return Ok(Arc::clone(matrix));
@@ -390,7 +383,7 @@ fn load_rows(
                 let col = column_as(&batch, sample, file, &DataType::Float64)?;
                 let col = col.as_primitive::<Float64Type>();
                 for r in 0..rows {
-                    values[base + r * n + s] = checked_value(col, r, || {
+                    values[base + r * n + s] = checked_value(col, r, spec.missing, || {
                         format!(
                             "gene '{}' (row {} of '{name}') in sample column '{sample}'",
                             ids.value(r),

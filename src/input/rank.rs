@@ -4,18 +4,25 @@ use rayon::prelude::*;
 
 use crate::kernel::{GeneTies, pair_count};
 
+/// Rank of a missing value: above every real rank, never equal to one.
+pub const MISSING_RANK: u32 = u32::MAX;
+
 /// Dense ranks and tie statistics of every gene, the form all kernels read.
 ///
 /// Kendall's tau depends only on the order of values, so each gene's values
 /// are replaced by dense ranks (`0..distinct`, equal values equal ranks) and
-/// its tie count `Σ t(t-1)/2` is computed here, once.
+/// its tie count `Σ t(t-1)/2` is computed here, once. A missing value (NaN)
+/// gets [`MISSING_RANK`]; a gene's statistics are those of its present
+/// values, and [`RankedMatrix::pair_stats`] restricts them to the samples a
+/// pair shares.
 #[derive(Debug, Clone)]
 pub struct RankedMatrix {
     genes: usize,
     samples: usize,
     /// genes × samples, row-major.
     ranks: Vec<u32>,
-    /// Per gene, the sample indices in ascending (rank, index) order.
+    /// Per gene, its present samples in ascending (rank, index) order, then
+    /// its missing samples in index order.
     order: Vec<u32>,
     /// Per gene, the number of tied sample pairs.
     ties: Vec<u64>,
@@ -23,6 +30,12 @@ pub struct RankedMatrix {
     distinct: Vec<u32>,
     /// Per gene, the tie terms of the variance of S.
     variance: Vec<VarianceTerms>,
+    /// Per gene, the number of present values.
+    present: Vec<u32>,
+    /// Per gene, `mask_words` words with bit `a` set when sample `a` is
+    /// present; empty when no value is missing.
+    valid: Vec<u64>,
+    mask_words: usize,
 }
 
 /// Tie terms of one gene in the variance of Kendall's S (Kendall 1970, as
@@ -35,16 +48,51 @@ pub struct VarianceTerms {
     pub t5: f64,
 }
 
+impl VarianceTerms {
+    /// Adds a group of `t` equal values.
+    fn add_group(&mut self, t: u64) {
+        let t = t as f64;
+        self.t2 += t * (t - 1.0) * (t - 2.0);
+        self.t5 += t * (t - 1.0) * (2.0 * t + 5.0);
+    }
+}
+
+/// What tau and its p-value need of one pair besides the numerator: the
+/// samples both genes have, and each gene's ties among them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairStats {
+    /// Samples where both genes have a value.
+    pub n: usize,
+    /// Ties of the first gene on those samples.
+    pub u: GeneTies,
+    /// Ties of the second gene on those samples.
+    pub v: GeneTies,
+    /// Variance tie terms of the first gene on those samples.
+    pub u_variance: VarianceTerms,
+    /// Variance tie terms of the second gene on those samples.
+    pub v_variance: VarianceTerms,
+}
+
+/// One gene's statistics over its present values.
+#[derive(Debug, Clone, Copy, Default)]
+struct GeneStats {
+    ties: u64,
+    distinct: u32,
+    variance: VarianceTerms,
+    present: u32,
+}
+
 impl RankedMatrix {
-    /// Ranks a genes × samples row-major matrix of finite values (genes in
-    /// parallel). `-0.0` and `0.0` are the same value.
+    /// Ranks a genes × samples row-major matrix (genes in parallel): NaN is
+    /// a missing value, every other value must be finite. `-0.0` and `0.0`
+    /// are the same value.
     pub fn from_values(genes: usize, samples: usize, values: &[f64]) -> Self {
         assert_eq!(values.len(), genes * samples, "matrix shape");
-        assert!(samples <= u32::MAX as usize, "at most u32::MAX samples");
+        assert!(samples < u32::MAX as usize, "fewer than u32::MAX samples");
         let mut ranks = vec![0u32; values.len()];
         let mut order = vec![0u32; values.len()];
-        let stats: Vec<(u64, u32, VarianceTerms)> = if samples == 0 {
-            vec![(0, 0, VarianceTerms::default()); genes]
+        let stats: Vec<GeneStats> = if samples == 0 {
+            vec![GeneStats::default(); genes]
         } else {
             ranks
                 .par_chunks_mut(samples)
@@ -53,22 +101,33 @@ impl RankedMatrix {
                 .map(|((r, o), x)| rank_gene(x, r, o))
                 .collect()
         };
-        let mut ties = Vec::with_capacity(genes);
-        let mut distinct = Vec::with_capacity(genes);
-        let mut variance = Vec::with_capacity(genes);
-        for (t, d, v) in stats {
-            ties.push(t);
-            distinct.push(d);
-            variance.push(v);
-        }
+        let mask_words = samples.div_ceil(64);
+        let any_gaps = stats.iter().any(|s| s.present as usize != samples);
+        let valid = if any_gaps {
+            let mut valid = vec![0u64; genes * mask_words];
+            valid
+                .par_chunks_mut(mask_words)
+                .zip(ranks.par_chunks(samples))
+                .for_each(|(mask, ranks)| {
+                    for (a, &r) in ranks.iter().enumerate() {
+                        mask[a / 64] |= u64::from(r != MISSING_RANK) << (a % 64);
+                    }
+                });
+            valid
+        } else {
+            Vec::new()
+        };
         Self {
             genes,
             samples,
             ranks,
             order,
-            ties,
-            distinct,
-            variance,
+            ties: stats.iter().map(|s| s.ties).collect(),
+            distinct: stats.iter().map(|s| s.distinct).collect(),
+            variance: stats.iter().map(|s| s.variance).collect(),
+            present: stats.iter().map(|s| s.present).collect(),
+            valid,
+            mask_words,
         }
     }
 
@@ -87,19 +146,21 @@ impl RankedMatrix {
         pair_count(self.samples)
     }
 
-    /// Dense ranks of gene `g`.
+    /// Dense ranks of gene `g` ([`MISSING_RANK`] where a value is missing).
     #[inline]
     pub fn ranks(&self, g: usize) -> &[u32] {
         &self.ranks[g * self.samples..(g + 1) * self.samples]
     }
 
-    /// Sample indices of gene `g` in ascending (rank, index) order.
+    /// Sample indices of gene `g`: present ones in ascending (rank, index)
+    /// order, then missing ones.
     #[inline]
     pub fn order(&self, g: usize) -> &[u32] {
         &self.order[g * self.samples..(g + 1) * self.samples]
     }
 
-    /// Tied sample pairs of gene `g`: `Σ t(t-1)/2` over its groups of equal values.
+    /// Tied sample pairs of gene `g`: `Σ t(t-1)/2` over its groups of equal
+    /// (present) values.
     #[inline]
     pub fn tie_pairs(&self, g: usize) -> u64 {
         self.ties[g]
@@ -123,44 +184,167 @@ impl RankedMatrix {
             distinct: self.distinct[g],
         }
     }
+
+    /// Number of values of gene `g` that are present.
+    #[inline]
+    pub fn present(&self, g: usize) -> usize {
+        self.present[g] as usize
+    }
+
+    /// Whether gene `g` has missing values.
+    #[inline]
+    pub fn has_gaps(&self, g: usize) -> bool {
+        self.present[g] as usize != self.samples
+    }
+
+    /// Whether any value of the matrix is missing.
+    pub fn any_gaps(&self) -> bool {
+        !self.valid.is_empty()
+    }
+
+    /// Whether gene `g` has every value and no ties: the case the fastest
+    /// kernel paths are written for.
+    #[inline]
+    pub fn untied(&self, g: usize) -> bool {
+        self.ties[g] == 0 && !self.has_gaps(g)
+    }
+
+    /// Bit `a` set when gene `g` has a value for sample `a`
+    /// (`ceil(samples / 64)` words); empty when no value is missing.
+    #[inline]
+    pub fn valid(&self, g: usize) -> &[u64] {
+        if self.valid.is_empty() {
+            return &[];
+        }
+        &self.valid[g * self.mask_words..(g + 1) * self.mask_words]
+    }
+
+    /// Samples count and tie statistics of genes `i` and `j` on the samples
+    /// where both have a value. Free when neither gene has gaps; otherwise
+    /// O(n / 64), plus O(n) for a gene with ties whose partner has gaps.
+    pub fn pair_stats(&self, i: usize, j: usize) -> PairStats {
+        let (gi, gj) = (self.has_gaps(i), self.has_gaps(j));
+        if !gi && !gj {
+            return PairStats {
+                n: self.samples,
+                u: self.ties(i),
+                v: self.ties(j),
+                u_variance: self.variance[i],
+                v_variance: self.variance[j],
+            };
+        }
+        let (vi, vj) = (self.valid(i), self.valid(j));
+        let n = vi
+            .iter()
+            .zip(vj)
+            .map(|(a, b)| (a & b).count_ones() as usize)
+            .sum();
+        let (u, u_variance) = if gj {
+            self.restricted(i, vj, n)
+        } else {
+            (self.ties(i), self.variance[i])
+        };
+        let (v, v_variance) = if gi {
+            self.restricted(j, vi, n)
+        } else {
+            (self.ties(j), self.variance[j])
+        };
+        PairStats {
+            n,
+            u,
+            v,
+            u_variance,
+            v_variance,
+        }
+    }
+
+    /// Ties of gene `g` on the `n` samples of `mask` (all of which `g` has).
+    fn restricted(&self, g: usize, mask: &[u64], n: usize) -> (GeneTies, VarianceTerms) {
+        let mut variance = VarianceTerms::default();
+        if self.ties[g] == 0 {
+            let ties = GeneTies {
+                tie_pairs: 0,
+                distinct: n as u32,
+            };
+            return (ties, variance);
+        }
+        let ranks = self.ranks(g);
+        let order = &self.order(g)[..self.present(g)];
+        let (mut tie_pairs, mut distinct) = (0u64, 0u32);
+        let mut start = 0;
+        while start < order.len() {
+            let rank = ranks[order[start] as usize];
+            let mut end = start + 1;
+            while end < order.len() && ranks[order[end] as usize] == rank {
+                end += 1;
+            }
+            let t = order[start..end]
+                .iter()
+                .filter(|&&a| mask[a as usize / 64] >> (a % 64) & 1 == 1)
+                .count() as u64;
+            if t > 0 {
+                distinct += 1;
+            }
+            if t > 1 {
+                tie_pairs += t * (t - 1) / 2;
+                variance.add_group(t);
+            }
+            start = end;
+        }
+        (
+            GeneTies {
+                tie_pairs,
+                distinct,
+            },
+            variance,
+        )
+    }
 }
 
-/// Ranks one gene; returns (tied pairs, distinct values, variance terms).
-fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> (u64, u32, VarianceTerms) {
-    for (k, o) in order.iter_mut().enumerate() {
-        *o = k as u32;
+/// Ranks one gene; returns its statistics over its present values.
+fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> GeneStats {
+    let mut present = 0usize;
+    for (k, &v) in x.iter().enumerate() {
+        if !v.is_nan() {
+            order[present] = k as u32;
+            present += 1;
+        }
+    }
+    let mut missing = present;
+    for (k, &v) in x.iter().enumerate() {
+        if v.is_nan() {
+            order[missing] = k as u32;
+            ranks[k] = MISSING_RANK;
+            missing += 1;
+        }
     }
     // `+ 0.0` turns -0.0 into 0.0 so that total_cmp treats them as equal;
-    // inputs are validated finite, so total_cmp is the numeric order.
+    // present values are finite, so total_cmp is the numeric order.
     let key = |k: u32| x[k as usize] + 0.0;
-    order.sort_by(|&a, &b| key(a).total_cmp(&key(b)));
+    let sorted = &mut order[..present];
+    sorted.sort_by(|&a, &b| key(a).total_cmp(&key(b)));
+    let mut stats = GeneStats {
+        present: present as u32,
+        ..GeneStats::default()
+    };
     let mut rank = 0u32;
-    let mut ties = 0u64;
-    let mut run = 0u64;
-    let mut variance = VarianceTerms::default();
-    let mut close_group = |run: u64| {
-        let t = (run + 1) as f64;
-        variance.t2 += t * (t - 1.0) * (t - 2.0);
-        variance.t5 += t * (t - 1.0) * (2.0 * t + 5.0);
-    };
-    for p in 0..order.len() {
-        if p > 0 && key(order[p]) != key(order[p - 1]) {
-            close_group(run);
+    let mut run = 1u64;
+    for p in 0..sorted.len() {
+        if p > 0 && key(sorted[p]) != key(sorted[p - 1]) {
+            stats.variance.add_group(run);
             rank += 1;
-            run = 0;
+            run = 1;
         } else if p > 0 {
+            stats.ties += run;
             run += 1;
-            ties += run;
         }
-        ranks[order[p] as usize] = rank;
+        ranks[sorted[p] as usize] = rank;
     }
-    let distinct = if order.is_empty() {
-        0
-    } else {
-        close_group(run);
-        rank + 1
-    };
-    (ties, distinct, variance)
+    if !sorted.is_empty() {
+        stats.variance.add_group(run);
+        stats.distinct = rank + 1;
+    }
+    stats
 }
 
 #[cfg(test)]
@@ -181,5 +365,75 @@ mod tests {
         assert_eq!(m.tie_pairs(1), 0);
         assert_eq!(m.distinct(1), 5);
         assert_eq!(m.n0(), 10);
+    }
+
+    #[test]
+    fn missing_values_rank_last_and_stats_skip_them() {
+        let nan = f64::NAN;
+        let m =
+            RankedMatrix::from_values(2, 5, &[2.0, nan, 1.0, 2.0, nan, 1.0, 2.0, 3.0, 4.0, 5.0]);
+        assert_eq!(m.ranks(0), &[1, MISSING_RANK, 0, 1, MISSING_RANK]);
+        assert_eq!(m.order(0), &[2, 0, 3, 1, 4]);
+        assert_eq!((m.present(0), m.tie_pairs(0), m.distinct(0)), (3, 1, 2));
+        assert!(m.has_gaps(0) && !m.has_gaps(1) && m.any_gaps());
+        assert!(!m.untied(0) && m.untied(1));
+        assert_eq!(m.valid(0), &[0b01101]);
+        assert_eq!(m.valid(1), &[0b11111]);
+        let p = m.pair_stats(0, 1);
+        assert_eq!(p.n, 3);
+        assert_eq!(p.u, m.ties(0));
+        assert_eq!(p.v.tie_pairs, 0);
+        assert_eq!(p.v.distinct, 3);
+    }
+
+    /// `pair_stats` equals the statistics of the pair's complete samples,
+    /// ranked on their own.
+    #[test]
+    fn pair_stats_match_the_compacted_pair() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |k: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % k
+        };
+        for n in [1usize, 2, 5, 63, 64, 65, 130] {
+            for (levels, gaps) in [(1000, 10), (3, 10), (4, 2), (2, 50)] {
+                let genes = 6;
+                let values: Vec<f64> = (0..genes * n)
+                    .map(|_| {
+                        if next(100) < gaps {
+                            f64::NAN
+                        } else {
+                            next(levels) as f64
+                        }
+                    })
+                    .collect();
+                let m = RankedMatrix::from_values(genes, n, &values);
+                for i in 0..genes {
+                    for j in 0..genes {
+                        let (mut u, mut v) = (Vec::new(), Vec::new());
+                        for a in 0..n {
+                            let (x, y) = (values[i * n + a], values[j * n + a]);
+                            if !x.is_nan() && !y.is_nan() {
+                                u.push(x);
+                                v.push(y);
+                            }
+                        }
+                        let k = u.len();
+                        u.extend(v);
+                        let pair = RankedMatrix::from_values(2, k, &u);
+                        let expected = PairStats {
+                            n: k,
+                            u: pair.ties(0),
+                            v: pair.ties(1),
+                            u_variance: pair.variance_terms(0),
+                            v_variance: pair.variance_terms(1),
+                        };
+                        assert_eq!(m.pair_stats(i, j), expected, "n={n} i={i} j={j}");
+                    }
+                }
+            }
+        }
     }
 }

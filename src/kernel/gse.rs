@@ -12,8 +12,13 @@
 //!    never count).
 //! 3. `S = n0 - n1 - n2 + n3 - 2·nd`, with `n1`, `n2` from the per-gene tie
 //!    statistics.
+//!
+//! A pair with missing values ([`Gse::numerator_complete`]) is counted the
+//! same way on the samples both genes have, with `n0`, `n1`, `n2` recounted
+//! on them: the slow path every sorting kernel shares.
 
-use crate::input::RankedMatrix;
+use super::pair_count;
+use crate::input::{MISSING_RANK, RankedMatrix};
 
 /// Runs shorter than this are sorted by insertion, counting shifts.
 const INSERTION_RUN: usize = 16;
@@ -23,6 +28,8 @@ const INSERTION_RUN: usize = 16;
 pub struct Gse {
     seq: Vec<u32>,
     tmp: Vec<u32>,
+    /// `u` along `seq`, for pairs with missing values.
+    keys: Vec<u32>,
 }
 
 impl Gse {
@@ -31,6 +38,7 @@ impl Gse {
         Self {
             seq: Vec::with_capacity(samples),
             tmp: Vec::with_capacity(samples),
+            keys: Vec::new(),
         }
     }
 
@@ -40,32 +48,62 @@ impl Gse {
         self.seq.clear();
         self.seq.extend(m.order(i).iter().map(|&k| v[k as usize]));
         let n3 = if m.tie_pairs(i) > 0 {
-            sort_tie_runs(m.ranks(i), m.order(i), &mut self.seq)
+            let u = m.ranks(i);
+            let order = m.order(i);
+            sort_tie_runs(|p| u[order[p] as usize], &mut self.seq).1
         } else {
             0
         };
         self.tmp.resize(self.seq.len(), 0);
-        let nd = count_inversions(&mut self.seq, &mut self.tmp);
+        let nd = count_inversions_to(&mut self.seq, &mut self.tmp).0;
         let s = i128::from(m.n0()) - i128::from(m.tie_pairs(i)) - i128::from(m.tie_pairs(j))
             + i128::from(n3)
             - 2 * i128::from(nd);
         s as i64
     }
+
+    /// The numerator of genes `i` and `j` over the samples where both have a
+    /// value: those samples are gathered in `i`'s order and counted as
+    /// above, with `n0`, `n1` and `n2` recounted on them.
+    pub fn numerator_complete(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
+        let (u, v) = (m.ranks(i), m.ranks(j));
+        self.seq.clear();
+        self.keys.clear();
+        for &a in &m.order(i)[..m.present(i)] {
+            let y = v[a as usize];
+            if y != MISSING_RANK {
+                self.keys.push(u[a as usize]);
+                self.seq.push(y);
+            }
+        }
+        let n = self.seq.len();
+        let keys = &self.keys;
+        let (n1, n3) = sort_tie_runs(|p| keys[p], &mut self.seq);
+        self.tmp.resize(n, 0);
+        let (nd, in_tmp) = count_inversions_to(&mut self.seq, &mut self.tmp);
+        let sorted = if in_tmp { &self.tmp } else { &self.seq };
+        let n2 = tie_pairs_sorted(sorted);
+        let s = i128::from(pair_count(n)) - i128::from(n1) - i128::from(n2) + i128::from(n3)
+            - 2 * i128::from(nd);
+        s as i64
+    }
 }
 
-/// Sorts each run of equal `u` (positions of `order` with the same rank) of
-/// `seq` ascending and returns the number of joint ties `n3`.
-fn sort_tie_runs(u: &[u32], order: &[u32], seq: &mut [u32]) -> u64 {
+/// Sorts each run of equal `u` (positions `p` with the same `u(p)`, which
+/// must be ascending) of `seq` ascending; returns the tied pairs of `u`,
+/// `n1`, and the joint ties `n3`.
+fn sort_tie_runs(u: impl Fn(usize) -> u32, seq: &mut [u32]) -> (u64, u64) {
     let n = seq.len();
-    let mut n3 = 0u64;
+    let (mut n1, mut n3) = (0u64, 0u64);
     let mut start = 0;
     while start < n {
-        let rank = u[order[start] as usize];
+        let rank = u(start);
         let mut end = start + 1;
-        while end < n && u[order[end] as usize] == rank {
+        while end < n && u(end) == rank {
             end += 1;
         }
         if end - start > 1 {
+            n1 += pair_count(end - start);
             let run = &mut seq[start..end];
             if run.len() <= INSERTION_RUN {
                 insertion_sort(run);
@@ -76,7 +114,7 @@ fn sort_tie_runs(u: &[u32], order: &[u32], seq: &mut [u32]) -> u64 {
         }
         start = end;
     }
-    n3
+    (n1, n3)
 }
 
 /// `Σ t(t-1)/2` over the runs of equal values of a sorted slice.
@@ -97,6 +135,16 @@ fn tie_pairs_sorted(sorted: &[u32]) -> u64 {
 /// Sorts `a` ascending and returns its number of strict inversions
 /// (`a < b` positions with `a[a] > a[b]`). `tmp` must be as long as `a`.
 pub fn count_inversions(a: &mut [u32], tmp: &mut [u32]) -> u64 {
+    let (inversions, in_tmp) = count_inversions_to(a, tmp);
+    if in_tmp {
+        a.copy_from_slice(tmp);
+    }
+    inversions
+}
+
+/// [`count_inversions`], leaving the sorted values in `a` or, when the
+/// returned flag is set, in `tmp`.
+fn count_inversions_to(a: &mut [u32], tmp: &mut [u32]) -> (u64, bool) {
     let n = a.len();
     debug_assert_eq!(tmp.len(), n);
     let mut inversions = 0u64;
@@ -104,6 +152,7 @@ pub fn count_inversions(a: &mut [u32], tmp: &mut [u32]) -> u64 {
         inversions += insertion_sort(run);
     }
     let mut width = INSERTION_RUN;
+    let mut in_tmp = false;
     let (mut src, mut dst) = (a, tmp);
     while width < n {
         let mut start = 0;
@@ -115,9 +164,10 @@ pub fn count_inversions(a: &mut [u32], tmp: &mut [u32]) -> u64 {
             start = end;
         }
         std::mem::swap(&mut src, &mut dst);
+        in_tmp = !in_tmp;
         width *= 2;
     }
-    inversions
+    (inversions, in_tmp)
 }
 
 /// Insertion sort that returns the number of shifts (= strict inversions).
@@ -186,8 +236,11 @@ mod tests {
                     })
                     .collect();
                 let expected = brute_inversions(&a);
+                let mut sorted = a.clone();
+                sorted.sort_unstable();
                 let mut tmp = vec![0; n];
                 assert_eq!(count_inversions(&mut a, &mut tmp), expected, "n={n}");
+                assert_eq!(a, sorted, "n={n}");
             }
         }
     }

@@ -3,7 +3,11 @@
 //!
 //! Every kernel computes the same integer for a pair of rank vectors `u`, `v`:
 //! the numerator `S = nc - nd` (concordant minus discordant sample pairs),
-//! counting pairs tied in either gene as neither. Tie statistics of a single
+//! counting pairs tied in either gene as neither, over the samples where both
+//! genes have a value. Pairs touching a gene with missing values take a
+//! slower path (the bit-plane kernel: its general popcount path instead of
+//! the tie-free one; VSE: the shared samples gathered first; GSE:
+//! [`gse::Gse::numerator_complete`]); all other pairs the kernel's fastest. Tie statistics of a single
 //! gene (`n1`, `n2`) are computed once per gene by
 //! [`RankedMatrix`](crate::input::RankedMatrix), never per pair; only the
 //! final division into tau is floating point.
@@ -23,7 +27,7 @@ use std::sync::Arc;
 
 use datafusion::error::{DataFusionError, Result};
 
-use crate::input::RankedMatrix;
+use crate::input::{MISSING_RANK, RankedMatrix};
 use bitset::{BitPlanes, Bitset};
 use isa::Isa;
 
@@ -245,6 +249,11 @@ pub struct PairKernel {
     gse: gse::Gse,
     vse: Option<vse::Vse>,
     bitset: Option<Bitset>,
+    /// A pair's shared samples in the first gene's order, for VSE: ranks of
+    /// either gene, and the identity order of the compacted first gene.
+    shared_u: Vec<u32>,
+    shared_v: Vec<u32>,
+    identity: Vec<u32>,
 }
 
 impl PairKernel {
@@ -272,6 +281,9 @@ impl PairKernel {
             gse: gse::Gse::new(gse_samples),
             vse,
             bitset,
+            shared_u: Vec::new(),
+            shared_v: Vec::new(),
+            identity: Vec::new(),
         })
     }
 
@@ -280,10 +292,14 @@ impl PairKernel {
         self.kind
     }
 
-    /// The numerator `S = nc - nd` of genes `i` and `j` of `m`.
+    /// The numerator `S = nc - nd` of genes `i` and `j` of `m`, over the
+    /// samples both genes have.
     pub fn numerator(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
         if let Some(b) = &self.bitset {
             return b.numerator(m, i, j);
+        }
+        if m.has_gaps(i) || m.has_gaps(j) {
+            return self.numerator_complete(m, i, j);
         }
         if let Some(v) = &mut self.vse {
             return v.numerator(
@@ -298,6 +314,44 @@ impl PairKernel {
             KernelKind::Gse => self.gse.numerator(m, i, j),
             _ => naive::numerator(m.ranks(i), m.ranks(j)),
         }
+    }
+
+    /// The slower path of a pair touching a gene with missing values: the
+    /// pair's shared samples are gathered in `i`'s order (which then is the
+    /// identity) and handed to VSE with their tie counts; the naive kernel
+    /// skips the missing samples; GSE recounts on the shared samples.
+    fn numerator_complete(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
+        let vse = match &mut self.vse {
+            // VSE packs two ranks into a u32 when n ≤ 65,535: ranks of the
+            // whole gene must fit even when fewer samples are shared.
+            Some(vse) if m.samples() <= vse::MAX_U32_PACKED => vse,
+            _ if self.kind == KernelKind::Naive => {
+                return naive::numerator_complete(m.ranks(i), m.ranks(j));
+            }
+            _ => return self.gse.numerator_complete(m, i, j),
+        };
+        let (u, v) = (m.ranks(i), m.ranks(j));
+        self.shared_u.clear();
+        self.shared_v.clear();
+        for &a in &m.order(i)[..m.present(i)] {
+            let y = v[a as usize];
+            if y != MISSING_RANK {
+                self.shared_u.push(u[a as usize]);
+                self.shared_v.push(y);
+            }
+        }
+        let n = self.shared_u.len();
+        if self.identity.len() < n {
+            self.identity = (0..n as u32).collect();
+        }
+        let stats = m.pair_stats(i, j);
+        vse.numerator(
+            &self.shared_u,
+            &self.identity[..n],
+            stats.u.tie_pairs,
+            &self.shared_v,
+            stats.v.tie_pairs,
+        )
     }
 
     /// Numerators of every pair `i` in `rows`, `j` in `cols` with `j > i`,

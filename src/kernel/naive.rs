@@ -4,6 +4,8 @@
 //! (tens of samples) also the fastest sorting-free option: the inner loop is
 //! branch-free and the compiler vectorises it.
 
+use crate::input::MISSING_RANK;
+
 /// `S = Σ_{a<b} sign(u_b - u_a) · sign(v_b - v_a)` for two rank vectors of
 /// equal length. Pairs tied in either vector contribute zero.
 pub fn numerator(u: &[u32], v: &[u32]) -> i64 {
@@ -29,6 +31,29 @@ pub fn numerator(u: &[u32], v: &[u32]) -> i64 {
     s
 }
 
+/// [`numerator`] over the samples where both vectors have a value: pairs
+/// touching a [`MISSING_RANK`] in either vector contribute zero.
+pub fn numerator_complete(u: &[u32], v: &[u32]) -> i64 {
+    let n = u.len().min(v.len());
+    let mut s = 0i64;
+    for a in 0..n {
+        let (ua, va) = (u[a], v[a]);
+        if ua == MISSING_RANK || va == MISSING_RANK {
+            continue;
+        }
+        for b in a + 1..n {
+            let (ub, vb) = (u[b], v[b]);
+            if ub == MISSING_RANK || vb == MISSING_RANK {
+                continue;
+            }
+            let su = i64::from(ub > ua) - i64::from(ub < ua);
+            let sv = i64::from(vb > va) - i64::from(vb < va);
+            s += su * sv;
+        }
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -43,5 +68,9 @@ mod tests {
         assert_eq!(numerator(&[0, 1, 2, 3], &[0, 2, 1, 3]), 4);
         // ties contribute nothing
         assert_eq!(numerator(&[0, 0, 1], &[0, 1, 1]), 1);
+        // neither do missing values
+        let gap = MISSING_RANK;
+        assert_eq!(numerator_complete(&[0, gap, 2, 1], &[0, 5, 1, gap]), 1);
+        assert_eq!(numerator_complete(&[0, 1, 2], &[0, 1, 2]), 3);
     }
 }

@@ -11,6 +11,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 use datafusion::error::{DataFusionError, Result};
 
@@ -63,47 +64,45 @@ const AUTO_EXACT_MAX_SAMPLES: usize = 33;
 /// `exact` gives NaN unless c ≤ 1 (closed form).
 pub const EXACT_MAX_SAMPLES: usize = 1000;
 
-/// p-values for one query: the method, n, and (when it can be needed) the
-/// exact distribution's cumulative probabilities.
-#[derive(Debug, Clone)]
+/// p-values for one query: the method and (when it can be needed) the exact
+/// distribution's cumulative probabilities for each number of samples a
+/// pair may have (fewer than all of them with missing values).
+#[derive(Debug)]
 pub struct PValues {
     method: PValueMethod,
-    samples: usize,
-    /// `cdf[k] = P(nd <= k)` under independence, for k in 0..=n0/2.
-    cdf: Vec<f64>,
+    /// `tables[n][k] = P(nd <= k)` under independence for n samples, k in
+    /// 0..=n0/2; built when first needed, shared by all partitions.
+    tables: Vec<OnceLock<Vec<f64>>>,
 }
 
 impl PValues {
-    /// Prepares p-values of `method` for vectors of `samples` values.
+    /// Prepares p-values of `method` for pairs of at most `samples` values
+    /// (the table for all of them is built now, others when first needed).
     pub fn new(method: PValueMethod, samples: usize) -> Self {
-        let exact_possible = match method {
-            PValueMethod::Auto => samples <= AUTO_EXACT_MAX_SAMPLES,
-            PValueMethod::Exact => samples <= EXACT_MAX_SAMPLES,
-            PValueMethod::Asymptotic => false,
+        let max_exact = match method {
+            PValueMethod::Auto => samples.min(AUTO_EXACT_MAX_SAMPLES),
+            PValueMethod::Exact => samples.min(EXACT_MAX_SAMPLES),
+            PValueMethod::Asymptotic => 0,
         };
-        let cdf = if exact_possible {
-            exact_cdf(samples)
-        } else {
-            Vec::new()
-        };
-        Self {
-            method,
-            samples,
-            cdf,
+        let tables: Vec<OnceLock<Vec<f64>>> = (0..=max_exact).map(|_| OnceLock::new()).collect();
+        if let Some(all) = tables.get(samples) {
+            all.get_or_init(|| exact_cdf(samples));
         }
+        Self { method, tables }
     }
 
-    /// The two-sided p-value of numerator `s` for genes with ties `u`, `v`.
+    /// The two-sided p-value of numerator `s` over `n` samples for genes
+    /// with ties `u`, `v` (on those samples).
     pub fn p_value(
         &self,
+        n: usize,
         s: i64,
         u: (GeneTies, VarianceTerms),
         v: (GeneTies, VarianceTerms),
     ) -> f64 {
-        let n = self.samples;
         let n0 = pair_count(n);
         if u.0.tie_pairs == n0 || v.0.tie_pairs == n0 {
-            return f64::NAN; // a constant gene
+            return f64::NAN; // a constant gene, or fewer than 2 samples
         }
         let tie_free = u.0.tie_pairs == 0 && v.0.tie_pairs == 0;
         // Without ties S = n0 - 2·nd.
@@ -122,14 +121,13 @@ impl PValues {
             PValueMethod::Auto => tie_free && (n <= AUTO_EXACT_MAX_SAMPLES || c() <= 1),
         };
         if exact {
-            self.exact(c())
+            self.exact(n, c())
         } else {
             asymptotic(s, n, u, v)
         }
     }
 
-    fn exact(&self, c: u64) -> f64 {
-        let n = self.samples;
+    fn exact(&self, n: usize, c: u64) -> f64 {
         let n0 = pair_count(n);
         if n <= 2 {
             return 1.0;
@@ -141,8 +139,12 @@ impl PValues {
             // 2/n! and 2/(n-1)!: one and n-1 permutations of at most 1 inversion.
             0 => 2.0 / factorial(n),
             1 => 2.0 / factorial(n - 1),
-            _ => match self.cdf.get(c as usize) {
-                Some(&p) => (2.0 * p).min(1.0),
+            _ => match self.tables.get(n) {
+                Some(table) => {
+                    let cdf = table.get_or_init(|| exact_cdf(n));
+                    cdf.get(c as usize)
+                        .map_or(f64::NAN, |&p| (2.0 * p).min(1.0))
+                }
                 None => f64::NAN,
             },
         }

@@ -27,7 +27,7 @@ use rayon::prelude::*;
 
 use super::isa::Isa;
 use super::{PairNumerator, pair_count};
-use crate::input::RankedMatrix;
+use crate::input::{MISSING_RANK, RankedMatrix};
 
 /// Words (u64) per plane: enough for n0 bits, rounded up to 8 (one zmm).
 pub fn words_per_plane(samples: usize) -> usize {
@@ -85,16 +85,24 @@ impl BitPlanes {
 
 /// Sets the G and L bits of one gene from its ranks. Bit `k(a, b)` for
 /// a < b is `a·n - a(a+1)/2 + (b - a - 1)`: row a of the triangle is
-/// contiguous, so it is written 64 comparisons at a time.
+/// contiguous, so it is written 64 comparisons at a time. A pair with a
+/// missing value is in neither plane, so it counts as nothing for any
+/// partner: the planes give S over the samples a pair has in common.
 fn fill_planes(ranks: &[u32], g: &mut [u64], l: &mut [u64]) {
     let n = ranks.len();
     let mut bit = 0usize;
     for a in 0..n {
         let ra = ranks[a];
+        if ra == MISSING_RANK {
+            bit += n - a - 1;
+            continue;
+        }
         for chunk in ranks[a + 1..].chunks(64) {
             let (mut greater, mut less) = (0u64, 0u64);
             for (k, &rb) in chunk.iter().enumerate() {
-                greater |= u64::from(rb > ra) << k;
+                // MISSING_RANK is above every rank: never "less", and
+                // excluded from "greater" explicitly.
+                greater |= u64::from(rb > ra && rb != MISSING_RANK) << k;
                 less |= u64::from(rb < ra) << k;
             }
             put_bits(g, bit, greater);
@@ -146,8 +154,9 @@ impl Bitset {
 
     /// `S` for every `i` in `rows` and `j` in `cols` with `j > i`, appended
     /// to `out`. Rows are taken four at a time; a group whose rows and column
-    /// have no ties takes the `n0 - 2·pc(Gu ^ Gv)` path, so callers should
-    /// list tie-free rows together.
+    /// have no ties and no missing values ([`RankedMatrix::untied`]) takes
+    /// the `n0 - 2·pc(Gu ^ Gv)` path, so callers should list those rows
+    /// together. With missing values S is over the samples a pair shares.
     pub fn block(
         &self,
         m: &RankedMatrix,
@@ -162,10 +171,10 @@ impl Bitset {
             // Lanes past the group's end repeat its last row; their results are dropped.
             let idx: [usize; 4] = std::array::from_fn(|k| group[k.min(r - 1)] as usize);
             let (gu, lu) = (idx.map(|i| p.g(i)), idx.map(|i| p.l(i)));
-            let rows_tie_free = group.iter().all(|&i| m.tie_pairs(i as usize) == 0);
+            let rows_untied = group.iter().all(|&i| m.untied(i as usize));
             let lowest = group.iter().copied().min().unwrap_or(0) as usize;
             for j in cols.start.max(lowest + 1)..cols.end {
-                let s = if rows_tie_free && m.tie_pairs(j) == 0 {
+                let s = if rows_untied && m.untied(j) {
                     self.xor_pop4(gu, p.g(j)).map(|nd| n0 - 2 * nd as i64)
                 } else {
                     self.s_pop4(gu, lu, p.g(j), p.l(j))

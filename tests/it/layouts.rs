@@ -1,12 +1,12 @@
 //! `kendall.layout`: genes as columns and long (tidy) inputs give the same
 //! pairs as genes as rows, and their specific mistakes are refused clearly.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{batch, by_key, ctx, pairs, reference, run, write_parquet};
+use crate::common::{batch, by_key, ctx, pairs, reference, run, write_parquet};
 use datafusion::arrow::array::{
     Array, AsArray, Float64Array, Int64Array, RecordBatch, StringArray,
 };

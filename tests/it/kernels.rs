@@ -1,5 +1,5 @@
 //! Every kernel against the naive oracle, on random inputs with and without
-//! ties, n from 2 to 2,000.
+//! ties and missing values, n from 2 to 2,000.
 
 use std::sync::Arc;
 
@@ -45,13 +45,29 @@ fn all_kernels(m: &RankedMatrix) -> Vec<PairKernel> {
     for isa in Isa::ALL.into_iter().filter(|isa| isa.is_available()) {
         kernels
             .push(PairKernel::new(KernelKind::Bitset, n, isa, Some(Arc::clone(&planes))).unwrap());
+        kernels.push(PairKernel::new(KernelKind::Vse, n, isa, None).unwrap());
     }
     kernels
 }
 
+/// The values of genes `i` and `j` at the samples where both are present.
+fn shared(values: &[f64], n: usize, i: usize, j: usize) -> (Vec<f64>, Vec<f64>) {
+    (0..n)
+        .map(|a| (values[i * n + a], values[j * n + a]))
+        .filter(|(x, y)| !x.is_nan() && !y.is_nan())
+        .unzip()
+}
+
 fn check_all_kernels(values: &[f64], genes: usize, n: usize, what: &str) {
     let m = RankedMatrix::from_values(genes, n, values);
-    let oracle = |i: usize, j: usize| naive::numerator(m.ranks(i), m.ranks(j));
+    let oracle = |i: usize, j: usize| {
+        if m.any_gaps() {
+            let (x, y) = shared(values, n, i, j);
+            s_from_values(&x, &y)
+        } else {
+            naive::numerator(m.ranks(i), m.ranks(j))
+        }
+    };
     for (k, mut kernel) in all_kernels(&m).into_iter().enumerate() {
         // Single pairs, both argument orders.
         for i in 0..genes {
@@ -147,5 +163,26 @@ fn kernels_agree_when_tie_free_and_tied_genes_mix() {
         let mut v = random_matrix(&mut rng, 4, n, None);
         v.extend(random_matrix(&mut rng, 5, n, Some(3)));
         check_all_kernels(&v, 9, n, "mixed");
+    }
+}
+
+#[test]
+fn kernels_agree_with_missing_values() {
+    let mut rng = SmallRng::seed_from_u64(5);
+    for n in [2, 3, 17, 57, 64, 65, 130, 310, 1000] {
+        for levels in [None, Some(3), Some(40)] {
+            for rate in [0.01, 0.1, 0.5] {
+                let genes = 7;
+                let mut v = random_matrix(&mut rng, genes, n, levels);
+                // Gene 0 stays complete, gene 1 loses everything but one value.
+                for (k, x) in v.iter_mut().enumerate().skip(n) {
+                    let gene = k / n;
+                    if (gene == 1 && k % n != n / 2) || (gene > 1 && rng.random_bool(rate)) {
+                        *x = f64::NAN;
+                    }
+                }
+                check_all_kernels(&v, genes, n, &format!("levels={levels:?} missing={rate}"));
+            }
+        }
     }
 }

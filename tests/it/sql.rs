@@ -1,8 +1,8 @@
 //! The SQL path end to end, against scipy reference values.
 
-mod common;
+use crate::common;
 
-use common::{Pair, by_key, ctx, head_parquet, pairs, reference, run};
+use crate::common::{Pair, by_key, ctx, head_parquet, pairs, reference, run};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 
 const TIES: &str = "tests/data/bladder_ties.parquet";

@@ -1,6 +1,6 @@
 //! Every SQL example in `sql/` runs, statement by statement, as the CLI runs it.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -1,10 +1,10 @@
 //! The `p_value` column against scipy.stats.kendalltau.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 
-use common::{ctx, run};
+use crate::common::{ctx, run};
 use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::Float64Type;
 use datafusion::arrow::util::pretty::pretty_format_batches;

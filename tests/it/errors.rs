@@ -1,14 +1,15 @@
 //! Every bad input gets a clear error naming the file, column or gene.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;
 
-use common::{batch, ctx, run, write_parquet};
+use crate::common::{batch, ctx, run, write_parquet};
 use datafusion::arrow::array::{
-    Array, BooleanArray, Float32Array, Float64Array, Int32Array, Int64Array, StringArray,
+    Array, AsArray, BooleanArray, Float32Array, Float64Array, Int32Array, Int64Array, StringArray,
 };
+use datafusion::arrow::datatypes::{Float64Type, Int64Type};
 
 async fn error_of(sql: &str) -> String {
     let ctx = ctx(2);
@@ -193,10 +194,12 @@ async fn gene_id_problems() {
 #[tokio::test]
 async fn value_problems() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, bad, what) in [
-        ("nan", Some(f64::NAN), "a NaN value"),
-        ("inf", Some(f64::INFINITY), "an infinite value"),
-        ("null", None, "a null value"),
+    // NaN and null are refused under kendall.missing = 'error' (by default
+    // they are missing values); infinite values always.
+    for (name, bad, what, setting) in [
+        ("nan", Some(f64::NAN), "a NaN value", "error"),
+        ("inf", Some(f64::INFINITY), "an infinite value", "pairwise"),
+        ("null", None, "a null value", "error"),
     ] {
         let path = dir.path().join(format!("{name}.parquet"));
         write_parquet(
@@ -207,7 +210,11 @@ async fn value_problems() {
                 ("s2", floats(&[Some(1.0), bad])),
             ]),
         );
-        let msg = error_for(&path).await;
+        let msg = error_of(&format!(
+            "SET kendall.missing = '{setting}'; SELECT * FROM kendall_all_pairs('{}')",
+            path.display()
+        ))
+        .await;
         assert_contains(
             &msg,
             &[
@@ -218,6 +225,16 @@ async fn value_problems() {
                 &format!("{name}.parquet"),
             ],
         );
+        if setting == "error" {
+            // By default the pair uses its one shared sample: tau is NaN.
+            let ctx = ctx(1);
+            let sql = format!("SELECT tau, n FROM kendall_all_pairs('{}')", path.display());
+            let rows = run(&ctx, &sql).await.unwrap();
+            let b = &rows[0];
+            assert_eq!(b.num_rows(), 1);
+            assert!(b.column(0).as_primitive::<Float64Type>().value(0).is_nan());
+            assert_eq!(b.column(1).as_primitive::<Int64Type>().value(0), 1);
+        }
     }
 }
 

@@ -1,0 +1,108 @@
+//! Missing values: what a null or NaN in the input means
+//! (`SET kendall.missing = 'pairwise' | 'error'`).
+
+use std::fmt;
+use std::str::FromStr;
+
+use datafusion::arrow::array::{Array, Float64Array};
+use datafusion::error::{DataFusionError, Result};
+
+use super::data_error;
+
+/// How null and NaN values are treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MissingValues {
+    /// Each pair of genes uses the samples where both have a value (pandas'
+    /// `corr`, R's `use = "pairwise.complete.obs"`). The default.
+    #[default]
+    Pairwise,
+    /// A null or NaN value is an error naming the gene and sample.
+    Error,
+}
+
+impl fmt::Display for MissingValues {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            MissingValues::Pairwise => "pairwise",
+            MissingValues::Error => "error",
+        })
+    }
+}
+
+impl FromStr for MissingValues {
+    type Err = DataFusionError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "pairwise" => Ok(MissingValues::Pairwise),
+            "error" => Ok(MissingValues::Error),
+            other => Err(DataFusionError::Configuration(format!(
+                "kendall.missing must be 'pairwise' or 'error', got '{other}'"
+            ))),
+        }
+    }
+}
+
+enum_config_field!(MissingValues);
+
+/// Value `r` of `column`: a number, or NaN for a missing (null or NaN)
+/// value when `missing` is pairwise. Infinite values, and missing ones under
+/// `'error'`, are refused; `what` names the gene and sample for the error.
+pub(super) fn checked_value(
+    column: &Float64Array,
+    r: usize,
+    missing: MissingValues,
+    what: impl Fn() -> String,
+) -> Result<f64> {
+    let x = column.value(r);
+    let null = column.is_null(r);
+    if !null && x.is_finite() {
+        return Ok(x);
+    }
+    if !null && x.is_infinite() {
+        return Err(data_error(format!(
+            "{} has an infinite value; Kendall's tau needs finite values (write it as null to \
+             treat it as missing)",
+            what()
+        )));
+    }
+    match missing {
+        MissingValues::Pairwise => Ok(f64::NAN),
+        MissingValues::Error => Err(data_error(format!(
+            "{} has a {} value and kendall.missing = 'error'; SET kendall.missing = 'pairwise' \
+             to use, for each pair, the samples both genes have",
+            what(),
+            if null { "null" } else { "NaN" }
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_values_by_policy() {
+        let column = Float64Array::from(vec![Some(1.5), None, Some(f64::NAN), Some(f64::INFINITY)]);
+        let what = || "gene 'g'".to_string();
+        let pairwise = |r| checked_value(&column, r, MissingValues::Pairwise, what);
+        assert_eq!(pairwise(0).unwrap(), 1.5);
+        assert!(pairwise(1).unwrap().is_nan());
+        assert!(pairwise(2).unwrap().is_nan());
+        let err = pairwise(3).unwrap_err().to_string();
+        assert!(err.contains("gene 'g' has an infinite value"), "{err}");
+        let err = checked_value(&column, 1, MissingValues::Error, what)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("gene 'g' has a null value"), "{err}");
+        assert!(err.contains("kendall.missing = 'pairwise'"), "{err}");
+        let err = checked_value(&column, 2, MissingValues::Error, what)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("a NaN value"), "{err}");
+        assert_eq!(
+            "Error".parse::<MissingValues>().unwrap(),
+            MissingValues::Error
+        );
+        assert!("drop".parse::<MissingValues>().is_err());
+    }
+}

@@ -1,0 +1,13 @@
+//! The integration tests, gathered in one test binary.
+//!
+//! Every test binary links all of DataFusion, so one binary instead of one per
+//! file keeps `cargo test` quicker to link and far smaller on disk.
+
+mod common;
+mod errors;
+mod kernels;
+mod layouts;
+mod missing;
+mod pvalues;
+mod sql;
+mod sql_examples;
