@@ -14,7 +14,7 @@
 use std::time::Instant;
 
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion_kendall::input::Layout;
+use datafusion_kendall::input::{Layout, MissingValues};
 
 struct Args {
     files: Vec<String>,
@@ -104,9 +104,14 @@ async fn main() {
                     }
                     let (rows, secs) = count(&ctx, file, args.filter.as_deref()).await;
                     // Pairs computed: all of them, whatever the filter keeps.
-                    let m = datafusion_kendall::input::inspect(file, Layout::GenesAsRows, &[])
-                        .unwrap()
-                        .genes as u64;
+                    let m = datafusion_kendall::input::inspect(
+                        file,
+                        Layout::GenesAsRows,
+                        &[],
+                        MissingValues::Pairwise,
+                    )
+                    .unwrap()
+                    .genes as u64;
                     let pairs = m * (m - 1) / 2;
                     let rate = pairs as f64 / secs;
                     let base = *single.get_or_insert(rate);
