@@ -32,6 +32,10 @@ pub struct RankedMatrix {
     variance: Vec<VarianceTerms>,
     /// Per gene, the number of present values.
     present: Vec<u32>,
+    /// Groups of two or more equal values, as (start, length) ranges of the
+    /// gene's `order`; gene `g`'s are `groups[group_start[g]..group_start[g + 1]]`.
+    groups: Vec<(u32, u32)>,
+    group_start: Vec<usize>,
     /// Per gene, `mask_words` words with bit `a` set when sample `a` is
     /// present; empty when no value is missing.
     valid: Vec<u64>,
@@ -74,12 +78,14 @@ pub struct PairStats {
 }
 
 /// One gene's statistics over its present values.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 struct GeneStats {
     ties: u64,
     distinct: u32,
     variance: VarianceTerms,
     present: u32,
+    /// Its groups of tied values (see [`RankedMatrix::groups`]).
+    groups: Vec<(u32, u32)>,
 }
 
 impl RankedMatrix {
@@ -117,6 +123,11 @@ impl RankedMatrix {
         } else {
             Vec::new()
         };
+        let mut group_start = Vec::with_capacity(genes + 1);
+        group_start.push(0);
+        for s in &stats {
+            group_start.push(group_start.last().unwrap_or(&0) + s.groups.len());
+        }
         Self {
             genes,
             samples,
@@ -126,6 +137,11 @@ impl RankedMatrix {
             distinct: stats.iter().map(|s| s.distinct).collect(),
             variance: stats.iter().map(|s| s.variance).collect(),
             present: stats.iter().map(|s| s.present).collect(),
+            groups: stats
+                .iter()
+                .flat_map(|s| s.groups.iter().copied())
+                .collect(),
+            group_start,
             valid,
             mask_words,
         }
@@ -221,7 +237,9 @@ impl RankedMatrix {
 
     /// Samples count and tie statistics of genes `i` and `j` on the samples
     /// where both have a value. Free when neither gene has gaps; otherwise
-    /// O(n / 64), plus O(n) for a gene with ties whose partner has gaps.
+    /// O(n / 64), plus a visit of the tied values of a gene whose partner
+    /// has gaps.
+    #[inline]
     pub fn pair_stats(&self, i: usize, j: usize) -> PairStats {
         let (gi, gj) = (self.has_gaps(i), self.has_gaps(j));
         if !gi && !gj {
@@ -258,46 +276,47 @@ impl RankedMatrix {
         }
     }
 
-    /// Ties of gene `g` on the `n` samples of `mask` (all of which `g` has).
+    /// Gene `g`'s groups of two or more equal values, as (start, length)
+    /// ranges of [`RankedMatrix::order`], in ascending value order.
+    #[inline]
+    fn groups(&self, g: usize) -> &[(u32, u32)] {
+        &self.groups[self.group_start[g]..self.group_start[g + 1]]
+    }
+
+    /// Ties of gene `g` on the `n` samples of `mask` (all of which `g` has):
+    /// only its groups of tied values are visited, since every other value
+    /// stays distinct on any subset.
+    #[inline]
     fn restricted(&self, g: usize, mask: &[u64], n: usize) -> (GeneTies, VarianceTerms) {
         let mut variance = VarianceTerms::default();
-        if self.ties[g] == 0 {
+        let groups = self.groups(g);
+        if groups.is_empty() {
             let ties = GeneTies {
                 tie_pairs: 0,
                 distinct: n as u32,
             };
             return (ties, variance);
         }
-        let ranks = self.ranks(g);
-        let order = &self.order(g)[..self.present(g)];
-        let (mut tie_pairs, mut distinct) = (0u64, 0u32);
-        let mut start = 0;
-        while start < order.len() {
-            let rank = ranks[order[start] as usize];
-            let mut end = start + 1;
-            while end < order.len() && ranks[order[end] as usize] == rank {
-                end += 1;
-            }
-            let t = order[start..end]
+        let order = self.order(g);
+        let (mut tie_pairs, mut merged) = (0u64, 0u64);
+        for &(start, len) in groups {
+            let members = &order[start as usize..(start + len) as usize];
+            let t = members
                 .iter()
                 .filter(|&&a| mask[a as usize / 64] >> (a % 64) & 1 == 1)
                 .count() as u64;
-            if t > 0 {
-                distinct += 1;
-            }
             if t > 1 {
+                // t equal values: t - 1 fewer distinct values, t(t-1)/2 ties.
+                merged += t - 1;
                 tie_pairs += t * (t - 1) / 2;
                 variance.add_group(t);
             }
-            start = end;
         }
-        (
-            GeneTies {
-                tie_pairs,
-                distinct,
-            },
-            variance,
-        )
+        let ties = GeneTies {
+            tie_pairs,
+            distinct: (n as u64 - merged) as u32,
+        };
+        (ties, variance)
     }
 }
 
@@ -329,9 +348,15 @@ fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> GeneStats {
     };
     let mut rank = 0u32;
     let mut run = 1u64;
+    let close = |stats: &mut GeneStats, end: usize, run: u64| {
+        stats.variance.add_group(run);
+        if run > 1 {
+            stats.groups.push(((end - run as usize) as u32, run as u32));
+        }
+    };
     for p in 0..sorted.len() {
         if p > 0 && key(sorted[p]) != key(sorted[p - 1]) {
-            stats.variance.add_group(run);
+            close(&mut stats, p, run);
             rank += 1;
             run = 1;
         } else if p > 0 {
@@ -341,7 +366,7 @@ fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> GeneStats {
         ranks[sorted[p] as usize] = rank;
     }
     if !sorted.is_empty() {
-        stats.variance.add_group(run);
+        close(&mut stats, sorted.len(), run);
         stats.distinct = rank + 1;
     }
     stats
