@@ -32,24 +32,30 @@ pub fn numerator(u: &[u32], v: &[u32]) -> i64 {
 }
 
 /// [`numerator`] over the samples where both vectors have a value: pairs
-/// touching a [`MISSING_RANK`] in either vector contribute zero.
+/// touching a [`MISSING_RANK`] in either vector contribute zero. The inner
+/// loop stays branch-free (a missing partner multiplies its term by 0).
 pub fn numerator_complete(u: &[u32], v: &[u32]) -> i64 {
+    debug_assert_eq!(u.len(), v.len());
     let n = u.len().min(v.len());
+    let (u, v) = (&u[..n], &v[..n]);
     let mut s = 0i64;
     for a in 0..n {
         let (ua, va) = (u[a], v[a]);
         if ua == MISSING_RANK || va == MISSING_RANK {
             continue;
         }
-        for b in a + 1..n {
-            let (ub, vb) = (u[b], v[b]);
-            if ub == MISSING_RANK || vb == MISSING_RANK {
-                continue;
-            }
-            let su = i64::from(ub > ua) - i64::from(ub < ua);
-            let sv = i64::from(vb > va) - i64::from(vb < va);
-            s += su * sv;
-        }
+        let terms = u[a + 1..].iter().zip(&v[a + 1..]).map(|(&ub, &vb)| {
+            let shared = i32::from(ub != MISSING_RANK) & i32::from(vb != MISSING_RANK);
+            let su = i32::from(ub > ua) - i32::from(ub < ua);
+            let sv = i32::from(vb > va) - i32::from(vb < va);
+            su * sv * shared
+        });
+        // As in `numerator`: an i32 row sum cannot overflow below 2^31 samples.
+        s += if n <= i32::MAX as usize {
+            i64::from(terms.sum::<i32>())
+        } else {
+            terms.map(i64::from).sum::<i64>()
+        };
     }
     s
 }
