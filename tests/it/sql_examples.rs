@@ -1,17 +1,15 @@
 //! Every SQL example in `sql/` runs, statement by statement, as the CLI runs it.
 
-use crate::common;
-
 use std::path::Path;
+use std::process::Command;
 
-use datafusion::arrow::util::pretty::pretty_format_batches;
-use datafusion::sql::parser::DFParser;
-
-#[tokio::test]
-async fn sql_examples_run() {
+#[test]
+fn sql_examples_run() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     // Run in a scratch directory holding a copy of the demo data, so the
-    // examples' relative paths resolve and their exports land there.
+    // examples' relative paths resolve and their exports land there. The CLI
+    // runs as a child process there: tests share this process, and its
+    // working directory must not change under them.
     let scratch = tempfile::tempdir().unwrap();
     std::fs::create_dir(scratch.path().join("data")).unwrap();
     for entry in std::fs::read_dir(root.join("data")).unwrap() {
@@ -22,7 +20,6 @@ async fn sql_examples_run() {
         )
         .unwrap();
     }
-    std::env::set_current_dir(scratch.path()).unwrap();
 
     let mut files: Vec<_> = std::fs::read_dir(root.join("sql"))
         .unwrap()
@@ -33,19 +30,20 @@ async fn sql_examples_run() {
     assert!(files.len() >= 4, "{files:?}");
     let mut outputs = String::new();
     for file in &files {
-        let ctx = common::ctx(2);
-        let sql = std::fs::read_to_string(file).unwrap();
-        for statement in DFParser::parse_sql(&sql).unwrap() {
-            let plan = ctx.state().statement_to_plan(statement).await.unwrap();
-            let batches = ctx
-                .execute_logical_plan(plan)
-                .await
-                .unwrap()
-                .collect()
-                .await
-                .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-            outputs.push_str(&pretty_format_batches(&batches).unwrap().to_string());
-        }
+        let out = Command::new(env!("CARGO_BIN_EXE_datafusion-kendall"))
+            .args(["-q", "-p", "2", "-f"])
+            .arg(file)
+            .current_dir(scratch.path())
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{} failed:\n{stdout}\n{}",
+            file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        outputs.push_str(&stdout);
     }
     // The demo's strongest pair, the network export and the plan metrics.
     for needle in [
@@ -62,6 +60,11 @@ async fn sql_examples_run() {
     // sql/layouts.sql: the same pairs from all three layouts.
     let layouts = "| 19900 | -0.6432603145134929 | 0.8295739348370927 | 4467.598823 |";
     assert_eq!(outputs.matches(layouts).count(), 3, "{outputs}");
+    // sql/missing.sql: all pairs, those with 55 shared samples, the fewest.
+    assert!(
+        outputs.contains("| 124750 | 11766    | 42            |"),
+        "{outputs}"
+    );
     assert!(scratch.path().join("network.parquet").exists());
     assert!(scratch.path().join("network.csv").exists());
 }
