@@ -21,6 +21,8 @@ and tests/data/bladder_missing_reference.csv with, for every pair i<j:
   p_value    scipy.stats.kendalltau(x, y, nan_policy='omit').pvalue (method='auto')
   tau_c      scipy.stats.kendalltau(x, y, nan_policy='omit', variant='c').statistic
   tau_a      exact S / (n(n-1)/2) on the shared samples (numpy sign products)
+  p_exact    scipy.stats.kendalltau(x, y, nan_policy='omit', method='exact').pvalue
+             (nan where scipy refuses: ties on the shared samples)
 Numbers are repr(float); NaN is written as nan. Needs: pip install pandas scipy pyarrow numpy
 """
 import csv
@@ -76,7 +78,7 @@ tau30 = frame.corr(method="kendall", min_periods=30).to_numpy()
 
 with open(REF, "w", newline="") as f:
     w = csv.writer(f)
-    w.writerow(["gene_i", "gene_j", "n", "tau", "tau_min30", "p_value", "tau_c", "tau_a"])
+    w.writerow(["gene_i", "gene_j", "n", "tau", "tau_min30", "p_value", "tau_c", "tau_a", "p_exact"])
     for i in range(m):
         for j in range(i + 1, m):
             both = ~missing[i] & ~missing[j]
@@ -87,8 +89,13 @@ with open(REF, "w", newline="") as f:
                 u, v = data[i][both], data[j][both]
                 s = int(np.sum(np.sign(u[:, None] - u[None, :]) * np.sign(v[:, None] - v[None, :]))) // 2
                 a = s / (k * (k - 1) // 2)
+                try:
+                    e = kendalltau(data[i], data[j], nan_policy="omit", method="exact").pvalue
+                except ValueError:
+                    e = np.nan
             else:
-                p = c = a = np.nan
+                p = c = a = e = np.nan
             w.writerow([genes[i], genes[j], k, repr(float(tau1[i, j])),
-                        repr(float(tau30[i, j])), repr(float(p)), repr(float(c)), repr(float(a))])
+                        repr(float(tau30[i, j])), repr(float(p)), repr(float(c)), repr(float(a)),
+                        repr(float(e))])
 print(f"wrote {OUT} ({m} genes x {n} samples, {int(missing.sum())} missing) and {REF}")

@@ -212,7 +212,7 @@ impl DisplayAs for KendallExec {
             write!(f, "{sep}simd{eq}{}", c.isa)?;
         }
         write!(f, "{sep}variant{eq}{}", c.variant)?;
-        if c.min_periods > 1 {
+        if c.min_periods != 1 {
             write!(f, "{sep}min_periods{eq}{}", c.min_periods)?;
         }
         if let Some(p) = &c.predicate {

@@ -319,16 +319,14 @@ impl PairKernel {
     /// The slower path of a pair touching a gene with missing values: the
     /// pair's shared samples are gathered in `i`'s order (which then is the
     /// identity) and handed to VSE with their tie counts; the naive kernel
-    /// skips the missing samples; GSE recounts on the shared samples.
+    /// masks the missing samples out; GSE recounts on the shared samples.
     fn numerator_complete(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
         let vse = match &mut self.vse {
-            // VSE packs two ranks into a u32 when n ≤ 65,535: ranks of the
-            // whole gene must fit even when fewer samples are shared.
-            Some(vse) if m.samples() <= vse::MAX_U32_PACKED => vse,
-            _ if self.kind == KernelKind::Naive => {
+            Some(vse) => vse,
+            None if self.kind == KernelKind::Naive => {
                 return naive::numerator_complete(m.ranks(i), m.ranks(j));
             }
-            _ => return self.gse.numerator_complete(m, i, j),
+            None => return self.gse.numerator_complete(m, i, j),
         };
         let (u, v) = (m.ranks(i), m.ranks(j));
         self.shared_u.clear();
@@ -345,7 +343,9 @@ impl PairKernel {
             self.identity = (0..n as u32).collect();
         }
         let stats = m.pair_stats(i, j);
-        vse.numerator(
+        // The shared samples keep their gene-wide ranks, which may be too
+        // wide to pack two into a u32 even when the samples are few.
+        vse.numerator_wide_ranks(
             &self.shared_u,
             &self.identity[..n],
             stats.u.tie_pairs,

@@ -12,6 +12,7 @@
 use std::fmt;
 use std::str::FromStr;
 use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use datafusion::error::{DataFusionError, Result};
 
@@ -64,6 +65,11 @@ const AUTO_EXACT_MAX_SAMPLES: usize = 33;
 /// `exact` gives NaN unless c ≤ 1 (closed form).
 pub const EXACT_MAX_SAMPLES: usize = 1000;
 
+/// Bytes the exact distribution tables of one query may take. With missing
+/// values pairs have many different n; once the budget is spent, a pair's
+/// probability is computed on its own (same numbers, more time).
+const TABLE_BUDGET: usize = 64 << 20;
+
 /// p-values for one query: the method and (when it can be needed) the exact
 /// distribution's cumulative probabilities for each number of samples a
 /// pair may have (fewer than all of them with missing values).
@@ -73,6 +79,8 @@ pub struct PValues {
     /// `tables[n][k] = P(nd <= k)` under independence for n samples, k in
     /// 0..=n0/2; built when first needed, shared by all partitions.
     tables: Vec<OnceLock<Vec<f64>>>,
+    /// Bytes of [`TABLE_BUDGET`] not yet promised to a table.
+    budget: AtomicUsize,
 }
 
 impl PValues {
@@ -85,10 +93,41 @@ impl PValues {
             PValueMethod::Asymptotic => 0,
         };
         let tables: Vec<OnceLock<Vec<f64>>> = (0..=max_exact).map(|_| OnceLock::new()).collect();
-        if let Some(all) = tables.get(samples) {
-            all.get_or_init(|| exact_cdf(samples));
+        let values = Self {
+            method,
+            tables,
+            budget: AtomicUsize::new(TABLE_BUDGET),
+        };
+        // The table of complete pairs, built now (off the query's streams).
+        if values.tables.len() > samples {
+            values.cdf(samples, 0);
         }
-        Self { method, tables }
+        values
+    }
+
+    /// `P(nd <= c)` for n samples: from the table of n, built if the budget
+    /// allows, else computed for this c alone (the same recurrence cut at c,
+    /// so the same number).
+    fn cdf(&self, n: usize, c: usize) -> f64 {
+        let Some(table) = self.tables.get(n) else {
+            return f64::NAN;
+        };
+        if let Some(cdf) = table.get() {
+            return cdf.get(c).copied().unwrap_or(f64::NAN);
+        }
+        let bytes = (pair_count(n) as usize / 2 + 1) * std::mem::size_of::<f64>();
+        let reserved = self
+            .budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(bytes)
+            })
+            .is_ok();
+        let cdf = if reserved {
+            table.get_or_init(|| exact_cdf(n, usize::MAX))
+        } else {
+            &exact_cdf(n, c)
+        };
+        cdf.get(c).copied().unwrap_or(f64::NAN)
     }
 
     /// The two-sided p-value of numerator `s` over `n` samples for genes
@@ -139,14 +178,7 @@ impl PValues {
             // 2/n! and 2/(n-1)!: one and n-1 permutations of at most 1 inversion.
             0 => 2.0 / factorial(n),
             1 => 2.0 / factorial(n - 1),
-            _ => match self.tables.get(n) {
-                Some(table) => {
-                    let cdf = table.get_or_init(|| exact_cdf(n));
-                    cdf.get(c as usize)
-                        .map_or(f64::NAN, |&p| (2.0 * p).min(1.0))
-                }
-                None => f64::NAN,
-            },
+            _ => (2.0 * self.cdf(n, c as usize)).min(1.0),
         }
     }
 }
@@ -156,10 +188,12 @@ fn factorial(n: usize) -> f64 {
     (2..=n).map(|k| k as f64).product()
 }
 
-/// `P(nd <= k)` for k in 0..=n0/2 under independence: the Mahonian
-/// distribution built one element at a time, normalised at every step.
-fn exact_cdf(n: usize) -> Vec<f64> {
-    let half = (pair_count(n) / 2) as usize;
+/// `P(nd <= k)` for k in 0..=min(n0/2, upto) under independence: the
+/// Mahonian distribution built one element at a time, normalised at every
+/// step. Each entry depends only on smaller k, so a cut at `upto` changes
+/// no entry.
+fn exact_cdf(n: usize, upto: usize) -> Vec<f64> {
+    let half = ((pair_count(n) / 2) as usize).min(upto);
     let mut p = vec![0.0f64; half + 1];
     p[0] = 1.0;
     for j in 2..=n {
@@ -204,7 +238,7 @@ mod tests {
     #[test]
     fn exact_distribution_sums_to_one_and_is_symmetric() {
         for n in [3usize, 4, 10, 33] {
-            let cdf = exact_cdf(n);
+            let cdf = exact_cdf(n, usize::MAX);
             let n0 = pair_count(n) as usize;
             // P(nd <= n0/2) is 1/2 (plus half the middle mass when n0 is even).
             let last = *cdf.last().unwrap();
@@ -214,8 +248,45 @@ mod tests {
             }
         }
         // n = 4: 24 permutations, 1 with 0 inversions, 3 with 1, 5 with 2.
-        let cdf = exact_cdf(4);
+        let cdf = exact_cdf(4, usize::MAX);
         assert!((cdf[0] - 1.0 / 24.0).abs() < 1e-15);
         assert!((cdf[2] - 9.0 / 24.0).abs() < 1e-15);
+    }
+
+    #[test]
+    fn a_cut_table_gives_the_same_numbers() {
+        for n in [5usize, 33, 60] {
+            let full = exact_cdf(n, usize::MAX);
+            for c in [0usize, 1, 7, full.len() - 1]
+                .into_iter()
+                .filter(|&c| c < full.len())
+            {
+                assert_eq!(
+                    exact_cdf(n, c)[c].to_bits(),
+                    full[c].to_bits(),
+                    "n={n} c={c}"
+                );
+            }
+        }
+        // Past the budget, p-values come without a table, unchanged.
+        let free = (
+            GeneTies {
+                tie_pairs: 0,
+                distinct: 40,
+            },
+            VarianceTerms::default(),
+        );
+        let p = PValues::new(PValueMethod::Exact, 60);
+        let kept = p.p_value(40, 100, free, free);
+        assert!(p.tables[40].get().is_some());
+        let unkept = PValues::new(PValueMethod::Exact, 60);
+        unkept.budget.store(0, Ordering::Relaxed);
+        assert!(unkept.tables[40].get().is_none());
+        assert_eq!(
+            unkept.p_value(40, 100, free, free).to_bits(),
+            kept.to_bits()
+        );
+        assert!(unkept.tables[40].get().is_none());
+        assert!(kept > 0.0 && kept < 1.0);
     }
 }

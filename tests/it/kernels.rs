@@ -174,15 +174,52 @@ fn kernels_agree_with_missing_values() {
             for rate in [0.01, 0.1, 0.5] {
                 let genes = 7;
                 let mut v = random_matrix(&mut rng, genes, n, levels);
-                // Gene 0 stays complete, gene 1 loses everything but one value.
+                // Gene 0 stays complete, gene 1 loses everything but one
+                // value, gene 2 everything.
                 for (k, x) in v.iter_mut().enumerate().skip(n) {
                     let gene = k / n;
-                    if (gene == 1 && k % n != n / 2) || (gene > 1 && rng.random_bool(rate)) {
+                    if (gene == 1 && k % n != n / 2)
+                        || gene == 2
+                        || (gene > 2 && rng.random_bool(rate))
+                    {
                         *x = f64::NAN;
                     }
                 }
                 check_all_kernels(&v, genes, n, &format!("levels={levels:?} missing={rate}"));
             }
+        }
+    }
+}
+
+/// Over 65,535 samples VSE cannot pack two gene-wide ranks into a u32, even
+/// for a pair sharing fewer samples: its missing-value path must not try.
+#[test]
+fn vse_with_missing_values_beyond_u32_packing() {
+    let mut rng = SmallRng::seed_from_u64(6);
+    // 30 % of the values tie at 0 (so many ties make VSE pack keys), the
+    // others are distinct. Genes 1 and 2 lose half their values: each keeps
+    // ~70,000 distinct ranks, but they share only ~50,000 samples, few
+    // enough to pack were the ranks not too wide.
+    let (genes, n) = (3, 200_000);
+    let mut v = random_matrix(&mut rng, genes, n, None);
+    for (k, x) in v.iter_mut().enumerate() {
+        if rng.random_bool(0.3) {
+            *x = 0.0;
+        }
+        if k >= n && rng.random_bool(0.5) {
+            *x = f64::NAN;
+        }
+    }
+    let m = RankedMatrix::from_values(genes, n, &v);
+    let mut gse = PairKernel::new(KernelKind::Gse, n, Isa::Scalar, None).unwrap();
+    for isa in Isa::ALL.into_iter().filter(|isa| isa.is_available()) {
+        let mut vse = PairKernel::new(KernelKind::Vse, n, isa, None).unwrap();
+        for (i, j) in [(0, 1), (1, 2), (2, 0)] {
+            assert_eq!(
+                vse.numerator(&m, i, j),
+                gse.numerator(&m, i, j),
+                "{isa} {i},{j}"
+            );
         }
     }
 }

@@ -14,7 +14,7 @@ const DATA: &str = "tests/data/bladder_missing.parquet";
 const REFERENCE: &str = "tests/data/bladder_missing_reference.csv";
 
 /// One reference row: n, then pandas tau (min_periods 1 and 30), scipy
-/// p-value, scipy tau-c and exact tau-a.
+/// p-value, scipy tau-c, exact tau-a and scipy's exact p-value.
 struct Expected {
     n: i64,
     tau: f64,
@@ -22,6 +22,7 @@ struct Expected {
     p_value: f64,
     tau_c: f64,
     tau_a: f64,
+    p_exact: f64,
 }
 
 fn reference() -> HashMap<(String, String), Expected> {
@@ -39,6 +40,7 @@ fn reference() -> HashMap<(String, String), Expected> {
                 p_value: x(5),
                 tau_c: x(6),
                 tau_a: x(7),
+                p_exact: x(8),
             };
             (key, row)
         })
@@ -356,4 +358,41 @@ async fn layouts_carry_missing_values() {
             assert_eq!(bits(row.tau), bits(want.tau), "{layout} {key:?}");
         }
     }
+}
+
+/// `kendall.pvalue = 'exact'` on pairs of every size n ≤ 57 (NaN with ties,
+/// where scipy refuses), also once the distribution tables' budget is spent
+/// (tested in `src/kernel/pvalue.rs`).
+#[tokio::test]
+async fn exact_p_values_for_every_shared_sample_count() {
+    let expected = reference();
+    let got = rows(&ctx(2), &format!("SET kendall.pvalue = 'exact'; {ALL}")).await;
+    let mut sizes = std::collections::BTreeSet::new();
+    for (key, want) in &expected {
+        let p = got[key].p_value.unwrap_or(f64::NAN);
+        assert!(
+            close(p, want.p_exact, 1e-300, 1e-10),
+            "{key:?} (n = {}): p {p} vs scipy exact {}",
+            want.n,
+            want.p_exact
+        );
+        if !want.p_exact.is_nan() {
+            sizes.insert(want.n);
+        }
+    }
+    assert!(sizes.len() > 10, "exact p-values for n in {sizes:?}");
+}
+
+/// `min_periods = 0`: a pair sharing no sample is NaN (undefined), not NULL.
+#[tokio::test]
+async fn min_periods_zero_keeps_every_tau() {
+    let ctx = ctx(1);
+    let got = rows(&ctx, &format!("SET kendall.min_periods = 0; {ALL}")).await;
+    assert!(got.values().all(|r| r.tau.is_some() && r.p_value.is_some()));
+    assert!(
+        got.values()
+            .any(|r| r.n == 0 && r.tau.is_some_and(f64::is_nan))
+    );
+    let plan = crate::common::plan(&ctx, &format!("EXPLAIN {ALL}")).await;
+    assert!(plan.contains("min_periods=0"), "{plan}");
 }

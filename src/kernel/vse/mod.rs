@@ -52,7 +52,7 @@ pub use super::isa::Isa;
 const PAD: usize = 16;
 
 /// Largest `n` whose ranks pack as `u << 16 | v` into a u32.
-pub(crate) const MAX_U32_PACKED: usize = 65_535;
+const MAX_U32_PACKED: usize = 65_535;
 
 /// Largest `n` whose `v` ranks (`< n`) fit the u32 counting layout
 /// `v << 1 | tag`.
@@ -409,6 +409,23 @@ impl Vse {
             self.amortised_u32(u, order_u, n1, v, n2)
         };
         finish(n, n1, n2, n3, nd)
+    }
+
+    /// [`Vse::numerator`] for rank vectors whose values may reach 65,535 or
+    /// more although they are fewer (a subset of a gene's samples): never
+    /// packs two ranks into a u32.
+    pub fn numerator_wide_ranks(
+        &mut self,
+        u: &[u32],
+        order_u: &[u32],
+        n1: u64,
+        v: &[u32],
+        n2: u64,
+    ) -> i64 {
+        let packed = self.packed_ties.replace(false);
+        let s = self.numerator(u, order_u, n1, v, n2);
+        self.packed_ties = packed;
+        s
     }
 
     /// The paper's kernel without the amortisation: packs `u << 16 | v`
