@@ -276,6 +276,21 @@ impl RankedMatrix {
         }
     }
 
+    /// The ranks of genes `i` and `j` at the samples both have, in `i`'s
+    /// order (so `u` comes out ascending), written to `u` and `v`.
+    pub fn shared_ranks(&self, i: usize, j: usize, u: &mut Vec<u32>, v: &mut Vec<u32>) {
+        let (ri, rj) = (self.ranks(i), self.ranks(j));
+        u.clear();
+        v.clear();
+        for &a in &self.order(i)[..self.present(i)] {
+            let y = rj[a as usize];
+            if y != MISSING_RANK {
+                u.push(ri[a as usize]);
+                v.push(y);
+            }
+        }
+    }
+
     /// Gene `g`'s groups of two or more equal values, as (start, length)
     /// ranges of [`RankedMatrix::order`], in ascending value order.
     #[inline]

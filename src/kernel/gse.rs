@@ -18,7 +18,7 @@
 //! on them: the slow path every sorting kernel shares.
 
 use super::pair_count;
-use crate::input::{MISSING_RANK, RankedMatrix};
+use crate::input::RankedMatrix;
 
 /// Runs shorter than this are sorted by insertion, counting shifts.
 const INSERTION_RUN: usize = 16;
@@ -66,16 +66,7 @@ impl Gse {
     /// value: those samples are gathered in `i`'s order and counted as
     /// above, with `n0`, `n1` and `n2` recounted on them.
     pub fn numerator_complete(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
-        let (u, v) = (m.ranks(i), m.ranks(j));
-        self.seq.clear();
-        self.keys.clear();
-        for &a in &m.order(i)[..m.present(i)] {
-            let y = v[a as usize];
-            if y != MISSING_RANK {
-                self.keys.push(u[a as usize]);
-                self.seq.push(y);
-            }
-        }
+        m.shared_ranks(i, j, &mut self.keys, &mut self.seq);
         let n = self.seq.len();
         let keys = &self.keys;
         let (n1, n3) = sort_tie_runs(|p| keys[p], &mut self.seq);

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use datafusion::error::{DataFusionError, Result};
 
-use crate::input::{MISSING_RANK, RankedMatrix};
+use crate::input::RankedMatrix;
 use bitset::{BitPlanes, Bitset};
 use isa::Isa;
 
@@ -328,16 +328,7 @@ impl PairKernel {
             }
             None => return self.gse.numerator_complete(m, i, j),
         };
-        let (u, v) = (m.ranks(i), m.ranks(j));
-        self.shared_u.clear();
-        self.shared_v.clear();
-        for &a in &m.order(i)[..m.present(i)] {
-            let y = v[a as usize];
-            if y != MISSING_RANK {
-                self.shared_u.push(u[a as usize]);
-                self.shared_v.push(y);
-            }
-        }
+        m.shared_ranks(i, j, &mut self.shared_u, &mut self.shared_v);
         let n = self.shared_u.len();
         if self.identity.len() < n {
             self.identity = (0..n as u32).collect();

@@ -9,48 +9,40 @@ use crate::input::MISSING_RANK;
 /// `S = Σ_{a<b} sign(u_b - u_a) · sign(v_b - v_a)` for two rank vectors of
 /// equal length. Pairs tied in either vector contribute zero.
 pub fn numerator(u: &[u32], v: &[u32]) -> i64 {
-    debug_assert_eq!(u.len(), v.len());
-    let n = u.len().min(v.len());
-    let (u, v) = (&u[..n], &v[..n]);
-    let mut s = 0i64;
-    for a in 0..n {
-        let (ua, va) = (u[a], v[a]);
-        let terms = u[a + 1..].iter().zip(&v[a + 1..]).map(|(&ub, &vb)| {
-            let su = i32::from(ub > ua) - i32::from(ub < ua);
-            let sv = i32::from(vb > va) - i32::from(vb < va);
-            su * sv
-        });
-        // A row has n - 1 - a terms in [-1, 1]: an i32 sum (which the
-        // compiler vectorises) cannot overflow below 2^31 samples.
-        s += if n <= i32::MAX as usize {
-            i64::from(terms.sum::<i32>())
-        } else {
-            terms.map(i64::from).sum::<i64>()
-        };
-    }
-    s
+    sign_products::<false>(u, v)
 }
 
 /// [`numerator`] over the samples where both vectors have a value: pairs
-/// touching a [`MISSING_RANK`] in either vector contribute zero. The inner
-/// loop stays branch-free (a missing partner multiplies its term by 0).
+/// touching a [`MISSING_RANK`] in either vector contribute zero.
 pub fn numerator_complete(u: &[u32], v: &[u32]) -> i64 {
+    sign_products::<true>(u, v)
+}
+
+/// The loop of both: with `MASKED`, rows of a missing sample are skipped and
+/// a missing partner multiplies its term by 0, so the inner loop stays
+/// branch-free either way.
+#[inline(always)]
+fn sign_products<const MASKED: bool>(u: &[u32], v: &[u32]) -> i64 {
     debug_assert_eq!(u.len(), v.len());
     let n = u.len().min(v.len());
     let (u, v) = (&u[..n], &v[..n]);
     let mut s = 0i64;
     for a in 0..n {
         let (ua, va) = (u[a], v[a]);
-        if ua == MISSING_RANK || va == MISSING_RANK {
+        if MASKED && (ua == MISSING_RANK || va == MISSING_RANK) {
             continue;
         }
         let terms = u[a + 1..].iter().zip(&v[a + 1..]).map(|(&ub, &vb)| {
-            let shared = i32::from(ub != MISSING_RANK) & i32::from(vb != MISSING_RANK);
             let su = i32::from(ub > ua) - i32::from(ub < ua);
             let sv = i32::from(vb > va) - i32::from(vb < va);
-            su * sv * shared
+            if MASKED {
+                su * sv * (i32::from(ub != MISSING_RANK) & i32::from(vb != MISSING_RANK))
+            } else {
+                su * sv
+            }
         });
-        // As in `numerator`: an i32 row sum cannot overflow below 2^31 samples.
+        // A row has n - 1 - a terms in [-1, 1]: an i32 sum (which the
+        // compiler vectorises) cannot overflow below 2^31 samples.
         s += if n <= i32::MAX as usize {
             i64::from(terms.sum::<i32>())
         } else {
