@@ -280,15 +280,19 @@ impl RankedMatrix {
     /// order (so `u` comes out ascending), written to `u` and `v`.
     pub fn shared_ranks(&self, i: usize, j: usize, u: &mut Vec<u32>, v: &mut Vec<u32>) {
         let (ri, rj) = (self.ranks(i), self.ranks(j));
-        u.clear();
-        v.clear();
-        for &a in &self.order(i)[..self.present(i)] {
+        let order = &self.order(i)[..self.present(i)];
+        u.resize(order.len(), 0);
+        v.resize(order.len(), 0);
+        // Branch-free: every sample is written, only shared ones are kept.
+        let mut k = 0;
+        for &a in order {
             let y = rj[a as usize];
-            if y != MISSING_RANK {
-                u.push(ri[a as usize]);
-                v.push(y);
-            }
+            u[k] = ri[a as usize];
+            v[k] = y;
+            k += usize::from(y != MISSING_RANK);
         }
+        u.truncate(k);
+        v.truncate(k);
     }
 
     /// Gene `g`'s groups of two or more equal values, as (start, length)

@@ -52,7 +52,7 @@ pub use super::isa::Isa;
 const PAD: usize = 16;
 
 /// Largest `n` whose ranks pack as `u << 16 | v` into a u32.
-const MAX_U32_PACKED: usize = 65_535;
+pub(crate) const MAX_U32_PACKED: usize = 65_535;
 
 /// Largest `n` whose `v` ranks (`< n`) fit the u32 counting layout
 /// `v << 1 | tag`.
