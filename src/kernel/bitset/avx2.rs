@@ -109,3 +109,43 @@ pub unsafe fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -
     ]
     .map(|x| x as i64)
 }
+
+/// `[pc((Gu_k ^ Gv) & (Gu_k | Lu_k) & (Gv | Lv)) for k in 0..4]` (see
+/// `scalar::masked_xor_pop4`); slices as in [`xor_pop4`].
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn masked_xor_pop4(
+    gu: [&[u64]; 4],
+    lu: [&[u64]; 4],
+    gv: &[u64],
+    lv: &[u64],
+) -> [u64; 4] {
+    let words = gv.len();
+    debug_assert!(words.is_multiple_of(4) && lv.len() == words);
+    debug_assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
+    let mut acc = [_mm256_setzero_si256(); 4];
+    let mut w = 0;
+    while w < words {
+        // SAFETY: w + 4 <= words and every slice has `words` elements.
+        unsafe {
+            let g = load(gv.as_ptr().add(w));
+            let present = _mm256_or_si256(g, load(lv.as_ptr().add(w)));
+            for k in 0..4 {
+                let a = load(gu[k].as_ptr().add(w));
+                let b = load(lu[k].as_ptr().add(w));
+                let x = _mm256_and_si256(_mm256_xor_si256(a, g), _mm256_or_si256(a, b));
+                let d = _mm256_and_si256(x, present);
+                acc[k] = _mm256_add_epi64(acc[k], popcnt256(d));
+            }
+        }
+        w += 4;
+    }
+    [
+        reduce(acc[0]),
+        reduce(acc[1]),
+        reduce(acc[2]),
+        reduce(acc[3]),
+    ]
+}
