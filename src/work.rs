@@ -1,9 +1,9 @@
 //! How a partition walks its pairs: the blocks it hands to the kernel.
 //!
 //! All pairs: the partition's contiguous range of tile ids, each tile in
-//! blocks of [`BLOCK_ROWS`] rows × up to `block_cols` columns, rows listed
-//! by [`RankedMatrix::row_class`] (complete and tie-free first, so the
-//! bitset kernel's fastest path covers every pair it can). Gene-targeted queries: only the pairs that touch the anchor genes
+//! blocks of [`BLOCK_ROWS`] rows × up to `block_cols` columns, rows without
+//! ties first (so the bitset kernel's tie-free path covers every pair it
+//! can). Gene-targeted queries: only the pairs that touch the anchor genes
 //! of a pushed-down gene filter, split over partitions by pair count.
 
 use std::ops::Range;
@@ -153,9 +153,10 @@ impl PairCursor {
                 let tile = tiles.next()?;
                 let tile_rows = grid.rows(tile);
                 self.rows.clear();
-                self.rows.extend(tile_rows.map(|i| i as u32));
-                // Rows of a kind together, so kernels' row groups share a path.
-                self.rows.sort_by_key(|&i| m.row_class(i as usize));
+                self.rows
+                    .extend(tile_rows.clone().filter(|&i| m.untied(i)).map(|i| i as u32));
+                self.rows
+                    .extend(tile_rows.filter(|&i| !m.untied(i)).map(|i| i as u32));
                 *cols = grid.cols(tile);
                 *group = 0;
                 self.next = 0;

@@ -225,31 +225,6 @@ impl RankedMatrix {
         self.ties[g] == 0 && !self.has_gaps(g)
     }
 
-    /// Which fast path rows of gene `g` can share in a kernel's row group:
-    /// 0 complete without ties, 1 without ties but with missing values,
-    /// 2 with ties. Listing rows by class keeps groups uniform.
-    #[inline]
-    pub fn row_class(&self, g: usize) -> u8 {
-        match (self.ties[g] == 0, self.has_gaps(g)) {
-            (true, false) => 0,
-            (true, true) => 1,
-            (false, _) => 2,
-        }
-    }
-
-    /// Number of samples where both genes `i` and `j` have a value.
-    #[inline]
-    pub fn shared(&self, i: usize, j: usize) -> usize {
-        if !self.has_gaps(i) && !self.has_gaps(j) {
-            return self.samples;
-        }
-        let (vi, vj) = (self.valid(i), self.valid(j));
-        vi.iter()
-            .zip(vj)
-            .map(|(a, b)| (a & b).count_ones() as usize)
-            .sum()
-    }
-
     /// Bit `a` set when gene `g` has a value for sample `a`
     /// (`ceil(samples / 64)` words); empty when no value is missing.
     #[inline]
@@ -277,7 +252,11 @@ impl RankedMatrix {
             };
         }
         let (vi, vj) = (self.valid(i), self.valid(j));
-        let n = self.shared(i, j);
+        let n = vi
+            .iter()
+            .zip(vj)
+            .map(|(a, b)| (a & b).count_ones() as usize)
+            .sum();
         let (u, u_variance) = if gj {
             self.restricted(i, vj, n)
         } else {

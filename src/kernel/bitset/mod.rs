@@ -155,12 +155,8 @@ impl Bitset {
     /// `S` for every `i` in `rows` and `j` in `cols` with `j > i`, appended
     /// to `out`. Rows are taken four at a time; a group whose rows and column
     /// have no ties and no missing values ([`RankedMatrix::untied`]) takes
-    /// the `n0 - 2·pc(Gu ^ Gv)` path; one whose genes have no ties but may
-    /// have missing values counts the discordant pairs among those both
-    /// genes have, `S = n'(n'-1)/2 - 2·pc((Gu ^ Gv) & (Gu | Lu) & (Gv | Lv))`;
-    /// others the general two-popcount path. Callers should list rows of a
-    /// kind together ([`RankedMatrix::row_class`]). With missing values S is
-    /// over the samples a pair shares.
+    /// the `n0 - 2·pc(Gu ^ Gv)` path, so callers should list those rows
+    /// together. With missing values S is over the samples a pair shares.
     pub fn block(
         &self,
         m: &RankedMatrix,
@@ -176,16 +172,10 @@ impl Bitset {
             let idx: [usize; 4] = std::array::from_fn(|k| group[k.min(r - 1)] as usize);
             let (gu, lu) = (idx.map(|i| p.g(i)), idx.map(|i| p.l(i)));
             let rows_untied = group.iter().all(|&i| m.untied(i as usize));
-            let rows_tie_free = group.iter().all(|&i| m.tie_pairs(i as usize) == 0);
             let lowest = group.iter().copied().min().unwrap_or(0) as usize;
             for j in cols.start.max(lowest + 1)..cols.end {
                 let s = if rows_untied && m.untied(j) {
                     self.xor_pop4(gu, p.g(j)).map(|nd| n0 - 2 * nd as i64)
-                } else if rows_tie_free && m.tie_pairs(j) == 0 {
-                    let nd = self.masked_xor_pop4(gu, lu, p.g(j), p.l(j));
-                    std::array::from_fn(|k| {
-                        pair_count(m.shared(idx[k], j)) as i64 - 2 * nd[k] as i64
-                    })
                 } else {
                     self.s_pop4(gu, lu, p.g(j), p.l(j))
                 };
@@ -223,28 +213,6 @@ impl Bitset {
             #[cfg(target_arch = "x86_64")]
             _ if self.popcnt => unsafe { scalar::popcnt_xor_pop4(a, b) },
             _ => scalar::xor_pop4(a, b),
-        }
-    }
-
-    #[inline]
-    fn masked_xor_pop4(
-        &self,
-        gu: [&[u64]; 4],
-        lu: [&[u64]; 4],
-        gv: &[u64],
-        lv: &[u64],
-    ) -> [u64; 4] {
-        match self.isa {
-            // SAFETY: `new` checked that the CPU supports this instruction set.
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { avx512::masked_xor_pop4(gu, lu, gv, lv) },
-            // SAFETY: as above.
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => unsafe { avx2::masked_xor_pop4(gu, lu, gv, lv) },
-            // SAFETY: `new` detected popcnt.
-            #[cfg(target_arch = "x86_64")]
-            _ if self.popcnt => unsafe { scalar::popcnt_masked_xor_pop4(gu, lu, gv, lv) },
-            _ => scalar::masked_xor_pop4(gu, lu, gv, lv),
         }
     }
 

@@ -32,22 +32,6 @@ pub fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64;
     acc
 }
 
-/// `[pc((Gu_k ^ Gv) & (Gu_k | Lu_k) & (Gv | Lv)) for k in 0..4]`: the
-/// discordant pairs of genes without ties whose planes may have holes
-/// (missing values): only pairs present in both genes count.
-#[inline(always)]
-pub fn masked_xor_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
-    let mut acc = [0u64; 4];
-    for (w, (&g, &l)) in gv.iter().zip(lv).enumerate() {
-        let present = g | l;
-        for k in 0..4 {
-            let (a, b) = (gu[k][w], lu[k][w]);
-            acc[k] += u64::from(((a ^ g) & (a | b) & present).count_ones());
-        }
-    }
-    acc
-}
-
 /// [`xor_pop4`] with the POPCNT instruction.
 ///
 /// # Safety
@@ -56,21 +40,6 @@ pub fn masked_xor_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64])
 #[target_feature(enable = "popcnt")]
 pub unsafe fn popcnt_xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     xor_pop4(a, b)
-}
-
-/// [`masked_xor_pop4`] with the POPCNT instruction.
-///
-/// # Safety
-/// The CPU must support `popcnt`.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "popcnt")]
-pub unsafe fn popcnt_masked_xor_pop4(
-    gu: [&[u64]; 4],
-    lu: [&[u64]; 4],
-    gv: &[u64],
-    lv: &[u64],
-) -> [u64; 4] {
-    masked_xor_pop4(gu, lu, gv, lv)
 }
 
 /// [`s_pop4`] with the POPCNT instruction.
