@@ -107,7 +107,14 @@ impl TableProvider for KendallTable {
         let (genes, samples) = (self.spec.genes, self.spec.samples);
         let memory_limit = options.memory_limit as u64;
         let isa = options.simd.resolve()?;
-        let kernel = options.kernel.resolve(genes, samples, memory_limit, isa);
+        // Genes a gene-targeted query's pairs must touch (names; at most that many).
+        let anchors = gene_predicate
+            .as_ref()
+            .and_then(GenePredicate::anchors)
+            .map(|(i, j)| i.union(&j).count());
+        let kernel = options
+            .kernel
+            .resolve(genes, samples, memory_limit, isa, anchors);
         let planes = bitset::plane_bytes(genes, samples);
         if kernel == KernelKind::Bitset && planes > memory_limit {
             return plan_err!(

@@ -79,6 +79,14 @@ pub enum KernelKind {
 /// crossover is near n = 2,500 without ties and n = 1,400 with heavy ties).
 pub const BITSET_MAX_SAMPLES: usize = 1500;
 
+/// A gene-targeted query with k anchor genes computes k·m pairs; building
+/// the bit-planes of all m genes costs about what VSE needs for
+/// `ANCHOR_FACTOR · n / log2(n)` anchors (measured on the whole bladder
+/// matrix, n = 57, and the 17,941 × 310 synthetic one: partners of 1, 8,
+/// 32 and 128 genes; VSE wins up to ~40 anchors at n = 57 — 0.08 s against
+/// 0.11 s for one — and past 128 at n = 310 — 0.32 s against 0.86 s).
+pub const ANCHOR_FACTOR: f64 = 4.0;
+
 /// Without SIMD, up to this many samples the naive loop beats scalar VSE
 /// (n = 57: naive 1.57e6 pairs/s, scalar VSE 1.30e6; n = 128: 0.34e6 vs 0.51e6).
 pub const NAIVE_MAX_SAMPLES: usize = 64;
@@ -86,10 +94,22 @@ pub const NAIVE_MAX_SAMPLES: usize = 64;
 impl KernelChoice {
     /// Resolves `auto` to a concrete kernel for `genes` genes of `samples`
     /// values on instruction set `isa`: the bit-plane kernel while n is
-    /// below its crossover and its planes fit in `memory_limit` bytes, else
-    /// VSE (or, without SIMD and for tiny n, the naive loop). GSE is never
-    /// the fastest; it stays as the portable reference.
-    pub fn resolve(self, genes: usize, samples: usize, memory_limit: u64, isa: Isa) -> KernelKind {
+    /// below its crossover, its planes fit in `memory_limit` bytes and the
+    /// query computes enough pairs to repay building them (`anchors`: the
+    /// number of genes a gene-targeted query's pairs must touch, see
+    /// [`ANCHOR_FACTOR`]), else VSE (or, without SIMD and for tiny n, the
+    /// naive loop). GSE is never the fastest; it stays as the portable
+    /// reference.
+    pub fn resolve(
+        self,
+        genes: usize,
+        samples: usize,
+        memory_limit: u64,
+        isa: Isa,
+        anchors: Option<usize>,
+    ) -> KernelKind {
+        let n = samples as f64;
+        let few_pairs = anchors.is_some_and(|k| (k as f64) * n.log2() < ANCHOR_FACTOR * n);
         match self {
             KernelChoice::Naive => KernelKind::Naive,
             KernelChoice::Gse => KernelKind::Gse,
@@ -97,7 +117,8 @@ impl KernelChoice {
             KernelChoice::Bitset => KernelKind::Bitset,
             KernelChoice::Auto
                 if samples <= BITSET_MAX_SAMPLES
-                    && bitset::plane_bytes(genes, samples) <= memory_limit =>
+                    && bitset::plane_bytes(genes, samples) <= memory_limit
+                    && !few_pairs =>
             {
                 KernelKind::Bitset
             }
@@ -423,12 +444,17 @@ mod tests {
         let err = "x".parse::<KernelChoice>().unwrap_err().to_string();
         assert!(err.contains("kendall.kernel"), "{err}");
         let big = 1 << 30;
-        let auto = |n, limit, isa| KernelChoice::Auto.resolve(10, n, limit, isa);
+        let auto = |n, limit, isa| KernelChoice::Auto.resolve(10, n, limit, isa, None);
         assert_eq!(auto(57, big, Isa::Avx2), KernelKind::Bitset);
         assert_eq!(auto(57, 0, Isa::Avx2), KernelKind::Vse);
         assert_eq!(auto(57, 0, Isa::Scalar), KernelKind::Naive);
         assert_eq!(auto(5000, big, Isa::Scalar), KernelKind::Vse);
-        let naive = KernelChoice::Naive.resolve(10, 1000, big, Isa::Avx512);
+        let naive = KernelChoice::Naive.resolve(10, 1000, big, Isa::Avx512, None);
         assert_eq!(naive, KernelKind::Naive);
+        // Few anchor genes: no bit-planes.
+        let anchored = |k| KernelChoice::Auto.resolve(10, 57, big, Isa::Avx512, Some(k));
+        assert_eq!(anchored(1), KernelKind::Vse);
+        assert_eq!(anchored(30), KernelKind::Vse);
+        assert_eq!(anchored(60), KernelKind::Bitset);
     }
 }

@@ -482,6 +482,13 @@ async fn gene_filters_compute_only_the_touching_pairs() {
                 format!("pairs_computed={n}")
             };
             assert!(plan.contains(&shown), "{predicate}: want {shown}:\n{plan}");
+            // auto builds no bit-planes for a few genes' partners.
+            let kernel = if n < 1830 {
+                "kernel=vse"
+            } else {
+                "kernel=bitset"
+            };
+            assert!(plan.contains(kernel), "{predicate}: want {kernel}:\n{plan}");
         }
     }
 }
