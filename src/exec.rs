@@ -196,10 +196,11 @@ fn prepare(spec: &InputSpec, config: &ScanConfig, wants_p: bool) -> Result<Prepa
 impl DisplayAs for KendallExec {
     fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
         let c = &self.config;
-        let (sep, eq) = match t {
-            DisplayFormatType::TreeRender => ("\n", "="),
-            _ => (", ", "="),
+        let sep = match t {
+            DisplayFormatType::TreeRender => "\n",
+            _ => ", ",
         };
+        let eq = "=";
         if !matches!(t, DisplayFormatType::TreeRender) {
             write!(f, "KendallExec: ")?;
         }
@@ -349,6 +350,8 @@ struct PairStream {
     variant: Variant,
     min_periods: usize,
     predicate: Option<Arc<TauPredicate>>,
+    /// The predicate compares `p_value` (else it is decided on tau alone).
+    filter_reads_p: bool,
     batch_size: usize,
     remaining: Option<usize>,
     projection: Vec<usize>,
@@ -392,6 +395,7 @@ impl PairStream {
             variant: config.variant,
             min_periods: config.min_periods,
             predicate: config.predicate.clone(),
+            filter_reads_p: config.predicate.as_ref().is_some_and(|p| p.reads_p_value()),
             batch_size: config.batch_size,
             remaining: config.limit,
             projection,
@@ -442,23 +446,30 @@ impl PairStream {
                 // Too few shared samples: tau and p-value are NULL, and so is
                 // every pushed-down comparison of them (the row never passes).
                 let valid = stats.n >= self.min_periods;
-                let (t, pv) = if valid {
-                    let t = tau(self.variant, p.s, stats.n, stats.u, stats.v);
-                    let pv = prepared.pvalues.as_ref().map_or(f64::NAN, |pv| {
-                        pv.p_value(
-                            stats.n,
-                            p.s,
-                            (stats.u, stats.u_variance),
-                            (stats.v, stats.v_variance),
-                        )
-                    });
-                    (t, pv)
+                let t = if valid {
+                    tau(self.variant, p.s, stats.n, stats.u, stats.v)
                 } else {
-                    (f64::NAN, f64::NAN)
+                    f64::NAN
                 };
-                let pass = match &self.predicate {
-                    None => true,
-                    Some(pred) => valid && pred.eval(t, pv),
+                let p_value = || match &prepared.pvalues {
+                    Some(pv) if valid => pv.p_value(
+                        stats.n,
+                        p.s,
+                        (stats.u, stats.u_variance),
+                        (stats.v, stats.v_variance),
+                    ),
+                    _ => f64::NAN,
+                };
+                // A filter on tau alone is decided before any p-value is
+                // computed; p-values are then computed for kept rows only.
+                let (pass, mut pv) = match &self.predicate {
+                    None => (true, None),
+                    Some(_) if !valid => (false, None),
+                    Some(pred) if self.filter_reads_p => {
+                        let pv = p_value();
+                        (pred.eval(t, pv), Some(pv))
+                    }
+                    Some(pred) => (pred.eval(t, f64::NAN), None),
                 };
                 if pass {
                     self.out_i.push(p.i);
@@ -467,7 +478,7 @@ impl PairStream {
                     self.out_valid.push(valid);
                     // p-values and n are kept only when the query reads them.
                     if prepared.pvalues.is_some() {
-                        self.out_p.push(pv);
+                        self.out_p.push(*pv.get_or_insert_with(p_value));
                     }
                     if self.wants_n {
                         self.out_n.push(stats.n as i64);

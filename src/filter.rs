@@ -126,7 +126,7 @@ pub enum TauPredicate {
 
 impl TauPredicate {
     /// Translates a filter expression, or `None` when it is not a predicate
-    /// on `tau` alone that can be evaluated exactly here.
+    /// on `tau` and `p_value` that can be evaluated exactly here.
     pub fn from_expr(expr: &Expr) -> Option<Self> {
         match expr {
             Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {

@@ -1,6 +1,6 @@
 //! Session options: `SET kendall.<name> = <value>`.
 
-use datafusion::common::config::ConfigExtension;
+use datafusion::common::config::{ConfigExtension, ConfigOptions};
 use datafusion::common::extensions_options;
 
 use crate::input::{Layout, MissingValues};
@@ -47,4 +47,16 @@ extensions_options! {
 
 impl ConfigExtension for KendallOptions {
     const PREFIX: &'static str = "kendall";
+}
+
+impl KendallOptions {
+    /// The options set in a session's configuration (the defaults when the
+    /// extension is not registered).
+    pub fn from_config(config: &ConfigOptions) -> Self {
+        config
+            .extensions
+            .get::<KendallOptions>()
+            .cloned()
+            .unwrap_or_default()
+    }
 }

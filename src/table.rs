@@ -33,8 +33,9 @@ pub fn output_schema() -> SchemaRef {
 
 /// All gene pairs of one expression matrix, as a DataFusion table.
 ///
-/// Filters on `tau` are applied exactly inside the scan; the kernel, variant
-/// and tile size come from the session's [`KendallOptions`] at planning time.
+/// Filters on `tau`, `p_value` and the gene columns are applied exactly inside
+/// the scan; the kernel, variant and tile size come from the session's
+/// [`KendallOptions`] at planning time.
 #[derive(Debug)]
 pub struct KendallTable {
     spec: Arc<InputSpec>,
@@ -90,18 +91,14 @@ impl TableProvider for KendallTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let config = state.config_options();
-        let options = config
-            .extensions
-            .get::<KendallOptions>()
-            .cloned()
-            .unwrap_or_default();
+        let options = KendallOptions::from_config(config);
         let predicate = filters
             .iter()
             .filter_map(TauPredicate::from_expr)
             .reduce(TauPredicate::and);
+        // Tau filters compare numbers, gene filters strings: no filter is both.
         let gene_predicate = filters
             .iter()
-            .filter(|f| TauPredicate::from_expr(f).is_none())
             .filter_map(GenePredicate::from_expr)
             .reduce(GenePredicate::and);
         let (genes, samples) = (self.spec.genes, self.spec.samples);

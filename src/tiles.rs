@@ -478,15 +478,17 @@ mod tests {
                     "m={m} q={q} t={t}"
                 );
             }
-            // Row starts: all pairs with row gene below y*q.
-            for _ in 0..1000 {
-                let y = rng.below(g.width());
+            // Row starts: all pairs with row gene below y*q, i.e.
+            // sum_{i<r} (m-1-i) = r(m-1) - r(r-1)/2.
+            let w = g.width();
+            for y in [0, 1, 2, w / 2, w - 2, w - 1, rng.below(w), rng.below(w)] {
                 let r = (y * q as u64).min(m as u64);
-                let below: u64 = (0..r).map(|i| m as u64 - 1 - i).sum();
-                assert_eq!(g.pairs_before(job_row_start(g.width(), y)), below);
-                if y > 10 {
-                    break;
-                }
+                let below = r * (m as u64 - 1) - r * r.saturating_sub(1) / 2;
+                assert_eq!(
+                    g.pairs_before(job_row_start(w, y)),
+                    below,
+                    "m={m} q={q} y={y}"
+                );
             }
             let ranges = g.balanced_ranges(64);
             assert_eq!(ranges.len(), 64);

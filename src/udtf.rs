@@ -40,13 +40,7 @@ impl TableFunctionImpl for KendallAllPairs {
             .iter()
             .map(|e| string_arg(e, "a column name"))
             .collect::<Result<Vec<_>>>()?;
-        let options = args
-            .session()
-            .config_options()
-            .extensions
-            .get::<KendallOptions>()
-            .cloned()
-            .unwrap_or_default();
+        let options = KendallOptions::from_config(args.session().config_options());
         let spec = input::inspect(&path, options.layout, &names, options.missing)?;
         Ok(Arc::new(KendallTable::new(spec)))
     }

@@ -99,9 +99,7 @@ pub fn inspect(
     missing: MissingValues,
 ) -> Result<InputSpec> {
     let files = list_files(Path::new(path))?;
-    let schema = read_schema(&files[0])?;
-    check_same_schema(&files, &schema)?;
-    let rows = count_rows(&files)?;
+    let (schema, rows) = read_footers(&files)?;
     match layout {
         Layout::GenesAsRows => {
             if names.len() > 1 {
@@ -129,16 +127,6 @@ pub fn inspect(
     }
 }
 
-/// Total rows of `files`, from their footers.
-fn count_rows(files: &[PathBuf]) -> Result<usize> {
-    let mut rows = 0usize;
-    for f in files {
-        rows +=
-            usize::try_from(open_parquet(f)?.metadata().file_metadata().num_rows()).unwrap_or(0);
-    }
-    Ok(rows)
-}
-
 /// Whether `dt` is a string type.
 fn is_string(dt: &DataType) -> bool {
     matches!(
@@ -157,28 +145,39 @@ fn column_list(schema: &SchemaRef) -> String {
         .join(", ")
 }
 
-/// Refuses a directory whose files do not share the first file's schema.
-fn check_same_schema(files: &[PathBuf], schema: &SchemaRef) -> Result<()> {
-    for other in &files[1..] {
-        let s = read_schema(other)?;
-        let describe = |s: &SchemaRef| {
-            s.fields()
-                .iter()
-                .map(|f| format!("{}: {}", f.name(), f.data_type()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if describe(&s) != describe(schema) {
-            return Err(plan_error(format!(
-                "'{}' and '{}' have different schemas ({}) vs ({}); all files of a directory must share one schema",
-                files[0].display(),
-                other.display(),
-                describe(schema),
-                describe(&s)
-            )));
+/// The schema of `files` and their total rows, each footer read once;
+/// refuses a directory whose files do not share the first file's schema.
+fn read_footers(files: &[PathBuf]) -> Result<(SchemaRef, usize)> {
+    let describe = |s: &SchemaRef| {
+        s.fields()
+            .iter()
+            .map(|f| format!("{}: {}", f.name(), f.data_type()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut first: Option<(SchemaRef, String)> = None;
+    let mut rows = 0usize;
+    for file in files {
+        let reader = open_parquet(file)?;
+        rows += usize::try_from(reader.metadata().file_metadata().num_rows()).unwrap_or(0);
+        let schema = reader.schema();
+        match &first {
+            None => first = Some((Arc::clone(schema), describe(schema))),
+            Some((_, expected)) => {
+                let got = describe(schema);
+                if got != *expected {
+                    return Err(plan_error(format!(
+                        "'{}' and '{}' have different schemas ({expected}) vs ({got}); all files \
+                         of a directory must share one schema",
+                        files[0].display(),
+                        file.display(),
+                    )));
+                }
+            }
         }
     }
-    Ok(())
+    let (schema, _) = first.ok_or_else(|| plan_error("no Parquet file to read".to_string()))?;
+    Ok((schema, rows))
 }
 
 /// The gene column and sample columns of the genes_as_rows layout.
@@ -284,10 +283,6 @@ fn open_parquet(file: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>> {
             file.display()
         ))
     })
-}
-
-fn read_schema(file: &Path) -> Result<SchemaRef> {
-    Ok(open_parquet(file)?.schema().clone())
 }
 
 /// The record batches of `file`, with read errors naming it.

@@ -355,15 +355,15 @@ impl PairKernel {
             self.identity = (0..n as u32).collect();
         }
         let stats = m.pair_stats(i, j);
-        let (u, order, v) = (&self.shared_u, &self.identity[..n], &self.shared_v);
-        let (n1, n2) = (stats.u.tie_pairs, stats.v.tie_pairs);
-        if m.samples() <= vse::MAX_U32_PACKED {
-            vse.numerator(u, order, n1, v, n2)
-        } else {
-            // The shared samples keep their gene-wide ranks, which may be
-            // too wide to pack two into a u32 even when the samples are few.
-            vse.numerator_wide_ranks(u, order, n1, v, n2)
-        }
+        // The shared samples keep their genes' ranks (below n, not n').
+        vse.numerator_ranked(
+            &self.shared_u,
+            &self.identity[..n],
+            stats.u.tie_pairs,
+            &self.shared_v,
+            stats.v.tie_pairs,
+            m.samples(),
+        )
     }
 
     /// Numerators of every pair `i` in `rows`, `j` in `cols` with `j > i`,

@@ -243,9 +243,13 @@ mod tests {
             // P(nd <= n0/2) is 1/2 (plus half the middle mass when n0 is even).
             let last = *cdf.last().unwrap();
             assert!((0.5..=1.0).contains(&last), "n={n}: {last}");
-            if n0 % 2 == 1 {
-                assert!((last - 0.5).abs() < 1e-12, "n={n}: {last}");
-            }
+            let middle = if n0 % 2 == 1 {
+                0.0
+            } else {
+                let half = cdf.len() - 1;
+                cdf[half] - cdf[half - 1]
+            };
+            assert!((last - 0.5 - middle / 2.0).abs() < 1e-12, "n={n}: {last}");
         }
         // n = 4: 24 permutations, 1 with 0 inversions, 3 with 1, 5 with 2.
         let cdf = exact_cdf(4, usize::MAX);

@@ -5,7 +5,7 @@ use crate::common;
 use std::collections::HashMap;
 
 use crate::common::{ctx, run};
-use datafusion::arrow::array::AsArray;
+use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::datatypes::Float64Type;
 use datafusion::arrow::util::pretty::pretty_format_batches;
 
@@ -37,10 +37,12 @@ async fn p_values(sql: &str) -> Keyed {
         );
         let p = b.column(2).as_primitive::<Float64Type>();
         for r in 0..b.num_rows() {
-            out.insert(
-                (gi.value(r).to_string(), gj.value(r).to_string()),
-                p.value(r),
+            let key = (gi.value(r).to_string(), gj.value(r).to_string());
+            assert!(
+                !p.is_null(r),
+                "{key:?}: NULL p-value without missing values"
             );
+            assert!(out.insert(key, p.value(r)).is_none(), "a pair twice: {sql}");
         }
     }
     out
@@ -124,12 +126,23 @@ async fn p_value_filters_are_pushed_down() {
         "SELECT gene_i, gene_j, p_value FROM kendall_all_pairs('tests/data/bladder_ties.parquet')",
     )
     .await;
-    let expected = all.values().filter(|p| p.is_nan() || **p < 1e-6).count();
-    assert!(expected > 0 && expected < all.len());
+    // NaN (the constant probe's pairs) is above every number: never < 1e-6.
+    let mut expected: Vec<_> = all
+        .iter()
+        .filter(|(_, p)| **p < 1e-6)
+        .map(|(k, p)| (k.clone(), p.to_bits()))
+        .collect();
+    assert!(!expected.is_empty() && expected.len() < all.len());
     let sql = "SELECT gene_i, gene_j, p_value FROM kendall_all_pairs('tests/data/bladder_ties.parquet') \
                WHERE p_value < 1e-6";
-    let got = p_values(sql).await;
-    assert_eq!(got.len(), all.values().filter(|p| **p < 1e-6).count());
+    let mut got: Vec<_> = p_values(sql)
+        .await
+        .into_iter()
+        .map(|(k, p)| (k, p.to_bits()))
+        .collect();
+    got.sort();
+    expected.sort();
+    assert_eq!(got, expected);
     let plan = run(&ctx, &format!("EXPLAIN {sql}")).await.unwrap();
     let plan = pretty_format_batches(&plan).unwrap().to_string();
     assert!(

@@ -52,7 +52,7 @@ pub use super::isa::Isa;
 const PAD: usize = 16;
 
 /// Largest `n` whose ranks pack as `u << 16 | v` into a u32.
-pub(crate) const MAX_U32_PACKED: usize = 65_535;
+const MAX_U32_PACKED: usize = 65_535;
 
 /// Largest `n` whose `v` ranks (`< n`) fit the u32 counting layout
 /// `v << 1 | tag`.
@@ -392,15 +392,31 @@ impl Vse {
     /// inconsistent inputs give a meaningless number, never undefined
     /// behaviour.
     pub fn numerator(&mut self, u: &[u32], order_u: &[u32], n1: u64, v: &[u32], n2: u64) -> i64 {
+        self.numerator_ranked(u, order_u, n1, v, n2, u.len())
+    }
+
+    /// [`Vse::numerator`] for rank vectors whose values are below `ranks`,
+    /// which may exceed their length: a pair's shared samples keep their
+    /// genes' ranks. The packed and 32-bit layouts are chosen by `ranks`.
+    pub fn numerator_ranked(
+        &mut self,
+        u: &[u32],
+        order_u: &[u32],
+        n1: u64,
+        v: &[u32],
+        n2: u64,
+        ranks: usize,
+    ) -> i64 {
         let n = u.len();
         assert_eq!(v.len(), n, "u and v differ in length");
         assert_eq!(order_u.len(), n, "order_u and u differ in length");
         if n < 2 {
             return 0;
         }
-        let (n3, nd) = if self.force_u64 || n > MAX_U32_COUNTED {
+        let ranks = ranks.max(n);
+        let (n3, nd) = if self.force_u64 || ranks > MAX_U32_COUNTED {
             self.amortised_u64(u, order_u, n1, v, n2)
-        } else if n <= MAX_U32_PACKED
+        } else if ranks <= MAX_U32_PACKED
             && n1 > 0
             && self.packed_ties.unwrap_or(n1 > (n / DENSE_TIES) as u64)
         {
@@ -409,23 +425,6 @@ impl Vse {
             self.amortised_u32(u, order_u, n1, v, n2)
         };
         finish(n, n1, n2, n3, nd)
-    }
-
-    /// [`Vse::numerator`] for rank vectors whose values may reach 65,535 or
-    /// more although they are fewer (a subset of a gene's samples): never
-    /// packs two ranks into a u32.
-    pub fn numerator_wide_ranks(
-        &mut self,
-        u: &[u32],
-        order_u: &[u32],
-        n1: u64,
-        v: &[u32],
-        n2: u64,
-    ) -> i64 {
-        let packed = self.packed_ties.replace(false);
-        let s = self.numerator(u, order_u, n1, v, n2);
-        self.packed_ties = packed;
-        s
     }
 
     /// The paper's kernel without the amortisation: packs `u << 16 | v`

@@ -118,3 +118,13 @@ pub fn head_parquet(input: &str, k: usize, out: &Path) {
 pub fn batch(columns: Vec<(&str, Arc<dyn Array>)>) -> RecordBatch {
     RecordBatch::try_from_iter(columns).unwrap()
 }
+
+/// Whether this CPU has the instruction set named by a `kendall.simd` value
+/// (`auto` always).
+pub fn simd_available(simd: &str) -> bool {
+    use datafusion_kendall::kernel::isa::Isa;
+    simd == "auto"
+        || Isa::ALL
+            .iter()
+            .any(|i| i.name() == simd && i.is_available())
+}
