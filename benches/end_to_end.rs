@@ -4,17 +4,21 @@
 //! cargo bench --bench end_to_end -- FILE [FILE ...]
 //! ```
 //!
-//! For each file, kernel (naive, gse) and partition count (1, all cores):
-//! `SELECT count(*) FROM kendall_all_pairs(FILE) [WHERE ...]` — every pair
-//! computed, no row kept beyond the count — timed once, including reading
-//! and ranking the input. Prints pairs/s and the speed-up of all cores over
-//! one partition. Options: `--kernels naive,gse`, `--partitions 1,2`,
-//! `--tile-sizes 256` (comma lists), `--where "abs(tau) >= 0.8"`.
+//! For each file, kernel (naive, gse, vse, bitset) and partition count (1,
+//! all cores): `SELECT count(*) FROM kendall_all_pairs(FILE) [WHERE ...]` —
+//! no row kept beyond the count — timed once, including reading and ranking
+//! the input. Prints the pairs the scan computed (its `pairs_computed`
+//! metric: all of them, or those a gene filter touches), pairs/s and the
+//! speed-up over the first partition count. Options: `--kernels naive,gse`,
+//! `--partitions 1,2`, `--tile-sizes 256` (comma lists),
+//! `--where "abs(tau) >= 0.8"`.
 
 use std::time::Instant;
 
+use std::sync::Arc;
+
+use datafusion::physical_plan::{ExecutionPlan, collect};
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion_kendall::input::{Layout, MissingValues};
 
 struct Args {
     files: Vec<String>,
@@ -32,7 +36,7 @@ fn parse() -> Args {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut a = Args {
         files: Vec::new(),
-        kernels: vec!["naive".into(), "gse".into()],
+        kernels: ["naive", "gse", "vse", "bitset"].map(String::from).to_vec(),
         partitions: if cores > 1 { vec![1, cores] } else { vec![1] },
         tile_sizes: vec![datafusion_kendall::options::DEFAULT_TILE_SIZE],
         filter: None,
@@ -54,26 +58,40 @@ fn parse() -> Args {
     a
 }
 
-async fn count(ctx: &SessionContext, file: &str, filter: Option<&str>) -> (u64, f64) {
+/// Runs the count; returns (rows kept, pairs computed, seconds).
+async fn count(ctx: &SessionContext, file: &str, filter: Option<&str>) -> (u64, u64, f64) {
     let filter = filter.map(|f| format!(" WHERE {f}")).unwrap_or_default();
     let started = Instant::now();
-    let batches = ctx
+    let plan = ctx
         .sql(&format!(
             "SELECT count(*) FROM kendall_all_pairs('{file}'){filter}"
         ))
         .await
         .unwrap()
-        .collect()
+        .create_physical_plan()
         .await
         .unwrap();
+    let batches = collect(Arc::clone(&plan), ctx.task_ctx()).await.unwrap();
     let secs = started.elapsed().as_secs_f64();
+    let pairs = pairs_computed(&plan).expect("a KendallExec in the plan");
     let c = batches[0]
         .column(0)
         .as_any()
         .downcast_ref::<datafusion::arrow::array::Int64Array>()
         .unwrap()
         .value(0);
-    (c as u64, secs)
+    (c as u64, pairs as u64, secs)
+}
+
+/// The `pairs_computed` metric of the plan's `KendallExec`.
+fn pairs_computed(plan: &Arc<dyn ExecutionPlan>) -> Option<usize> {
+    if plan.name() == "KendallExec" {
+        return plan
+            .metrics()?
+            .sum_by_name("pairs_computed")
+            .map(|v| v.as_usize());
+    }
+    plan.children().into_iter().find_map(pairs_computed)
 }
 
 #[tokio::main]
@@ -102,17 +120,7 @@ async fn main() {
                     ] {
                         ctx.sql(&set).await.unwrap().collect().await.unwrap();
                     }
-                    let (rows, secs) = count(&ctx, file, args.filter.as_deref()).await;
-                    // Pairs computed: all of them, whatever the filter keeps.
-                    let m = datafusion_kendall::input::inspect(
-                        file,
-                        Layout::GenesAsRows,
-                        &[],
-                        MissingValues::Pairwise,
-                    )
-                    .unwrap()
-                    .genes as u64;
-                    let pairs = m * (m - 1) / 2;
+                    let (rows, pairs, secs) = count(&ctx, file, args.filter.as_deref()).await;
                     let rate = pairs as f64 / secs;
                     let base = *single.get_or_insert(rate);
                     println!(

@@ -81,10 +81,11 @@ pub const BITSET_MAX_SAMPLES: usize = 1500;
 
 /// A gene-targeted query with k anchor genes computes k·m pairs; building
 /// the bit-planes of all m genes costs about what VSE needs for
-/// `ANCHOR_FACTOR · n / log2(n)` anchors (measured on the whole bladder
-/// matrix, n = 57, and the 17,941 × 310 synthetic one: partners of 1, 8,
-/// 32 and 128 genes; VSE wins up to ~40 anchors at n = 57 — 0.08 s against
-/// 0.11 s for one — and past 128 at n = 310 — 0.32 s against 0.86 s).
+/// `ANCHOR_FACTOR · n / log2(n)` anchors. Measured with `cargo bench --bench
+/// end_to_end -- FILE --kernels bitset,vse --partitions 2 --where "gene_i IN
+/// (...) OR gene_j IN (...)"` for 1, 32 and 128 genes: on the whole bladder
+/// matrix (n = 57) VSE 0.07 / 0.11 / 0.24 s, bitset 0.10 / 0.13 / 0.17 s; on
+/// the 17,941 × 310 synthetic one VSE 0.30 s, bitset 0.86 s for one gene.
 pub const ANCHOR_FACTOR: f64 = 4.0;
 
 /// Without SIMD, up to this many samples the naive loop beats scalar VSE
