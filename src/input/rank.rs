@@ -24,14 +24,8 @@ pub struct RankedMatrix {
     /// Per gene, its present samples in ascending (rank, index) order, then
     /// its missing samples in index order.
     order: Vec<u32>,
-    /// Per gene, the number of tied sample pairs.
-    ties: Vec<u64>,
-    /// Per gene, the number of distinct values.
-    distinct: Vec<u32>,
-    /// Per gene, the tie terms of the variance of S.
-    variance: Vec<VarianceTerms>,
-    /// Per gene, the number of present values.
-    present: Vec<u32>,
+    /// Per gene, its statistics over its present values.
+    summaries: Vec<GeneSummary>,
     /// Groups of two or more equal values, as (start, length) ranges of the
     /// gene's `order`; gene `g`'s are `groups[group_start[g]..group_start[g + 1]]`.
     groups: Vec<(u32, u32)>,
@@ -78,14 +72,31 @@ pub struct PairStats {
 }
 
 /// One gene's statistics over its present values.
-#[derive(Debug, Clone, Default)]
-struct GeneStats {
-    ties: u64,
-    distinct: u32,
+#[derive(Debug, Clone, Copy, Default)]
+struct GeneSummary {
+    ties: GeneTies,
     variance: VarianceTerms,
     present: u32,
-    /// Its groups of tied values (see [`RankedMatrix::groups`]).
-    groups: Vec<(u32, u32)>,
+}
+
+/// Ties, distinct values and variance terms of `n` values whose groups of
+/// equal values have the sizes `groups` (groups of one may be left out):
+/// the one place these statistics are summed, for a whole gene and for the
+/// samples of a pair.
+fn tally(n: usize, groups: impl Iterator<Item = u64>) -> (GeneTies, VarianceTerms) {
+    let (mut tie_pairs, mut merged) = (0u64, 0u64);
+    let mut variance = VarianceTerms::default();
+    for t in groups.filter(|&t| t > 1) {
+        // t equal values: t - 1 fewer distinct values, t(t-1)/2 ties.
+        merged += t - 1;
+        tie_pairs += t * (t - 1) / 2;
+        variance.add_group(t);
+    }
+    let ties = GeneTies {
+        tie_pairs,
+        distinct: (n as u64 - merged) as u32,
+    };
+    (ties, variance)
 }
 
 impl RankedMatrix {
@@ -97,8 +108,8 @@ impl RankedMatrix {
         assert!(samples < u32::MAX as usize, "fewer than u32::MAX samples");
         let mut ranks = vec![0u32; values.len()];
         let mut order = vec![0u32; values.len()];
-        let stats: Vec<GeneStats> = if samples == 0 {
-            vec![GeneStats::default(); genes]
+        let ranked: Vec<(GeneSummary, Vec<(u32, u32)>)> = if samples == 0 {
+            vec![(GeneSummary::default(), Vec::new()); genes]
         } else {
             ranks
                 .par_chunks_mut(samples)
@@ -108,7 +119,7 @@ impl RankedMatrix {
                 .collect()
         };
         let mask_words = samples.div_ceil(64);
-        let any_gaps = stats.iter().any(|s| s.present as usize != samples);
+        let any_gaps = ranked.iter().any(|(s, _)| s.present as usize != samples);
         let valid = if any_gaps {
             let mut valid = vec![0u64; genes * mask_words];
             valid
@@ -125,22 +136,16 @@ impl RankedMatrix {
         };
         let mut group_start = Vec::with_capacity(genes + 1);
         group_start.push(0);
-        for s in &stats {
-            group_start.push(group_start.last().unwrap_or(&0) + s.groups.len());
+        for (_, groups) in &ranked {
+            group_start.push(group_start.last().unwrap_or(&0) + groups.len());
         }
         Self {
             genes,
             samples,
             ranks,
             order,
-            ties: stats.iter().map(|s| s.ties).collect(),
-            distinct: stats.iter().map(|s| s.distinct).collect(),
-            variance: stats.iter().map(|s| s.variance).collect(),
-            present: stats.iter().map(|s| s.present).collect(),
-            groups: stats
-                .iter()
-                .flat_map(|s| s.groups.iter().copied())
-                .collect(),
+            summaries: ranked.iter().map(|(s, _)| *s).collect(),
+            groups: ranked.iter().flat_map(|(_, g)| g.iter().copied()).collect(),
             group_start,
             valid,
             mask_words,
@@ -179,38 +184,35 @@ impl RankedMatrix {
     /// (present) values.
     #[inline]
     pub fn tie_pairs(&self, g: usize) -> u64 {
-        self.ties[g]
+        self.summaries[g].ties.tie_pairs
     }
 
     /// Number of distinct values of gene `g`.
     pub fn distinct(&self, g: usize) -> u32 {
-        self.distinct[g]
+        self.summaries[g].ties.distinct
     }
 
     /// The tie terms of gene `g` in the variance of S (for p-values).
     pub fn variance_terms(&self, g: usize) -> VarianceTerms {
-        self.variance[g]
+        self.summaries[g].variance
     }
 
     /// The tie statistics of gene `g` that tau needs.
     #[inline]
     pub fn ties(&self, g: usize) -> GeneTies {
-        GeneTies {
-            tie_pairs: self.ties[g],
-            distinct: self.distinct[g],
-        }
+        self.summaries[g].ties
     }
 
     /// Number of values of gene `g` that are present.
     #[inline]
     pub fn present(&self, g: usize) -> usize {
-        self.present[g] as usize
+        self.summaries[g].present as usize
     }
 
     /// Whether gene `g` has missing values.
     #[inline]
     pub fn has_gaps(&self, g: usize) -> bool {
-        self.present[g] as usize != self.samples
+        self.present(g) != self.samples
     }
 
     /// Whether any value of the matrix is missing.
@@ -222,7 +224,7 @@ impl RankedMatrix {
     /// kernel paths are written for.
     #[inline]
     pub fn untied(&self, g: usize) -> bool {
-        self.ties[g] == 0 && !self.has_gaps(g)
+        self.tie_pairs(g) == 0 && !self.has_gaps(g)
     }
 
     /// Bit `a` set when gene `g` has a value for sample `a`
@@ -247,8 +249,8 @@ impl RankedMatrix {
                 n: self.samples,
                 u: self.ties(i),
                 v: self.ties(j),
-                u_variance: self.variance[i],
-                v_variance: self.variance[j],
+                u_variance: self.variance_terms(i),
+                v_variance: self.variance_terms(j),
             };
         }
         let (vi, vj) = (self.valid(i), self.valid(j));
@@ -260,12 +262,12 @@ impl RankedMatrix {
         let (u, u_variance) = if gj {
             self.restricted(i, vj, n)
         } else {
-            (self.ties(i), self.variance[i])
+            (self.ties(i), self.variance_terms(i))
         };
         let (v, v_variance) = if gi {
             self.restricted(j, vi, n)
         } else {
-            (self.ties(j), self.variance[j])
+            (self.ties(j), self.variance_terms(j))
         };
         PairStats {
             n,
@@ -307,40 +309,20 @@ impl RankedMatrix {
     /// stays distinct on any subset.
     #[inline]
     fn restricted(&self, g: usize, mask: &[u64], n: usize) -> (GeneTies, VarianceTerms) {
-        let mut variance = VarianceTerms::default();
-        let groups = self.groups(g);
-        if groups.is_empty() {
-            let ties = GeneTies {
-                tie_pairs: 0,
-                distinct: n as u32,
-            };
-            return (ties, variance);
-        }
         let order = self.order(g);
-        let (mut tie_pairs, mut merged) = (0u64, 0u64);
-        for &(start, len) in groups {
-            let members = &order[start as usize..(start + len) as usize];
-            let t = members
+        let shared = |&(start, len): &(u32, u32)| {
+            order[start as usize..(start + len) as usize]
                 .iter()
                 .filter(|&&a| mask[a as usize / 64] >> (a % 64) & 1 == 1)
-                .count() as u64;
-            if t > 1 {
-                // t equal values: t - 1 fewer distinct values, t(t-1)/2 ties.
-                merged += t - 1;
-                tie_pairs += t * (t - 1) / 2;
-                variance.add_group(t);
-            }
-        }
-        let ties = GeneTies {
-            tie_pairs,
-            distinct: (n as u64 - merged) as u32,
+                .count() as u64
         };
-        (ties, variance)
+        tally(n, self.groups(g).iter().map(shared))
     }
 }
 
-/// Ranks one gene; returns its statistics over its present values.
-fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> GeneStats {
+/// Ranks one gene; returns its statistics over its present values and its
+/// groups of tied values (see [`RankedMatrix::groups`]).
+fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> (GeneSummary, Vec<(u32, u32)>) {
     let mut present = 0usize;
     for (k, &v) in x.iter().enumerate() {
         if !v.is_nan() {
@@ -361,34 +343,29 @@ fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> GeneStats {
     let key = |k: u32| x[k as usize] + 0.0;
     let sorted = &mut order[..present];
     sorted.sort_by(|&a, &b| key(a).total_cmp(&key(b)));
-    let mut stats = GeneStats {
-        present: present as u32,
-        ..GeneStats::default()
-    };
+    let mut groups = Vec::new();
     let mut rank = 0u32;
-    let mut run = 1u64;
-    let close = |stats: &mut GeneStats, end: usize, run: u64| {
-        stats.variance.add_group(run);
-        if run > 1 {
-            stats.groups.push(((end - run as usize) as u32, run as u32));
-        }
-    };
+    let mut start = 0usize;
     for p in 0..sorted.len() {
         if p > 0 && key(sorted[p]) != key(sorted[p - 1]) {
-            close(&mut stats, p, run);
+            if p - start > 1 {
+                groups.push((start as u32, (p - start) as u32));
+            }
             rank += 1;
-            run = 1;
-        } else if p > 0 {
-            stats.ties += run;
-            run += 1;
+            start = p;
         }
         ranks[sorted[p] as usize] = rank;
     }
-    if !sorted.is_empty() {
-        close(&mut stats, sorted.len(), run);
-        stats.distinct = rank + 1;
+    if sorted.len() - start > 1 {
+        groups.push((start as u32, (sorted.len() - start) as u32));
     }
-    stats
+    let (ties, variance) = tally(present, groups.iter().map(|&(_, len)| u64::from(len)));
+    let summary = GeneSummary {
+        ties,
+        variance,
+        present: present as u32,
+    };
+    (summary, groups)
 }
 
 #[cfg(test)]

@@ -206,7 +206,7 @@ pub fn pair_count(samples: usize) -> u64 {
 
 /// What tau needs to know of one gene besides the pair's numerator;
 /// computed once per gene by [`RankedMatrix`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct GeneTies {
     /// Tied sample pairs, `Σ t(t-1)/2` over groups of equal values.
     pub tie_pairs: u64,
