@@ -83,6 +83,7 @@ struct GeneSummary {
 /// equal values have the sizes `groups` (groups of one may be left out):
 /// the one place these statistics are summed, for a whole gene and for the
 /// samples of a pair.
+#[inline]
 fn tally(n: usize, groups: impl Iterator<Item = u64>) -> (GeneTies, VarianceTerms) {
     let (mut tie_pairs, mut merged) = (0u64, 0u64);
     let mut variance = VarianceTerms::default();
@@ -309,6 +310,11 @@ impl RankedMatrix {
     /// stays distinct on any subset.
     #[inline]
     fn restricted(&self, g: usize, mask: &[u64], n: usize) -> (GeneTies, VarianceTerms) {
+        let groups = self.groups(g);
+        if groups.is_empty() {
+            // No ties: the common case, kept off the group walk.
+            return tally(n, std::iter::empty());
+        }
         let order = self.order(g);
         let shared = |&(start, len): &(u32, u32)| {
             order[start as usize..(start + len) as usize]
@@ -316,7 +322,7 @@ impl RankedMatrix {
                 .filter(|&&a| mask[a as usize / 64] >> (a % 64) & 1 == 1)
                 .count() as u64
         };
-        tally(n, self.groups(g).iter().map(shared))
+        tally(n, groups.iter().map(shared))
     }
 }
 
