@@ -267,15 +267,23 @@ pub struct PairNumerator {
 /// A kernel instance with its scratch buffers; one per output stream.
 #[derive(Debug)]
 pub struct PairKernel {
-    kind: KernelKind,
-    gse: gse::Gse,
-    vse: Option<vse::Vse>,
-    bitset: Option<Bitset>,
-    /// A pair's shared samples in the first gene's order, for VSE: ranks of
-    /// either gene, and the identity order of the compacted first gene.
-    shared_u: Vec<u32>,
-    shared_v: Vec<u32>,
-    identity: Vec<u32>,
+    state: KernelState,
+}
+
+/// Each kernel with the state it needs.
+#[derive(Debug)]
+enum KernelState {
+    Naive,
+    Gse(gse::Gse),
+    Vse {
+        vse: vse::Vse,
+        /// A pair's shared samples in the first gene's order: ranks of
+        /// either gene, and the identity order of the compacted first gene.
+        shared_u: Vec<u32>,
+        shared_v: Vec<u32>,
+        identity: Vec<u32>,
+    },
+    Bitset(Bitset),
 }
 
 impl PairKernel {
@@ -287,84 +295,79 @@ impl PairKernel {
         isa: Isa,
         planes: Option<Arc<BitPlanes>>,
     ) -> Result<Self> {
-        let gse_samples = if kind == KernelKind::Gse { samples } else { 0 };
-        let bitset = match (kind, planes) {
-            (KernelKind::Bitset, Some(planes)) => Some(Bitset::new(isa, planes)),
-            (KernelKind::Bitset, None) => {
-                return Err(DataFusionError::Internal(
-                    "the bitset kernel needs bit-planes".to_string(),
-                ));
-            }
-            _ => None,
+        let state = match kind {
+            KernelKind::Naive => KernelState::Naive,
+            KernelKind::Gse => KernelState::Gse(gse::Gse::new(samples)),
+            KernelKind::Vse => KernelState::Vse {
+                vse: vse::Vse::new(isa, samples),
+                shared_u: Vec::new(),
+                shared_v: Vec::new(),
+                identity: Vec::new(),
+            },
+            KernelKind::Bitset => KernelState::Bitset(Bitset::new(
+                isa,
+                planes.ok_or_else(|| {
+                    DataFusionError::Internal("the bitset kernel needs bit-planes".to_string())
+                })?,
+            )),
         };
-        let vse = (kind == KernelKind::Vse).then(|| vse::Vse::new(isa, samples));
-        Ok(Self {
-            kind,
-            gse: gse::Gse::new(gse_samples),
-            vse,
-            bitset,
-            shared_u: Vec::new(),
-            shared_v: Vec::new(),
-            identity: Vec::new(),
-        })
+        Ok(Self { state })
     }
 
     /// The concrete kernel this instance runs.
     pub fn kind(&self) -> KernelKind {
-        self.kind
+        match self.state {
+            KernelState::Naive => KernelKind::Naive,
+            KernelState::Gse(_) => KernelKind::Gse,
+            KernelState::Vse { .. } => KernelKind::Vse,
+            KernelState::Bitset(_) => KernelKind::Bitset,
+        }
     }
 
     /// The numerator `S = nc - nd` of genes `i` and `j` of `m`, over the
-    /// samples both genes have.
+    /// samples both genes have. A pair touching a gene with missing values
+    /// takes each kernel's slower path: the naive kernel masks the missing
+    /// samples out, GSE recounts on the shared samples, VSE gathers them in
+    /// `i`'s order (which then is the identity) and runs on them with their
+    /// tie counts; the bit-plane kernel needs no other path.
     pub fn numerator(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
-        if let Some(b) = &self.bitset {
-            return b.numerator(m, i, j);
-        }
-        if m.has_gaps(i) || m.has_gaps(j) {
-            return self.numerator_complete(m, i, j);
-        }
-        if let Some(v) = &mut self.vse {
-            return v.numerator(
+        let gaps = m.has_gaps(i) || m.has_gaps(j);
+        match &mut self.state {
+            KernelState::Bitset(b) => b.numerator(m, i, j),
+            KernelState::Naive if gaps => naive::numerator_complete(m.ranks(i), m.ranks(j)),
+            KernelState::Naive => naive::numerator(m.ranks(i), m.ranks(j)),
+            KernelState::Gse(g) if gaps => g.numerator_complete(m, i, j),
+            KernelState::Gse(g) => g.numerator(m, i, j),
+            KernelState::Vse {
+                vse,
+                shared_u,
+                shared_v,
+                identity,
+            } if gaps => {
+                m.shared_ranks(i, j, shared_u, shared_v);
+                let n = shared_u.len();
+                if identity.len() < n {
+                    *identity = (0..n as u32).collect();
+                }
+                let stats = m.pair_stats(i, j);
+                // The shared samples keep their genes' ranks (below n, not n').
+                vse.numerator_ranked(
+                    shared_u,
+                    &identity[..n],
+                    stats.u.tie_pairs,
+                    shared_v,
+                    stats.v.tie_pairs,
+                    m.samples(),
+                )
+            }
+            KernelState::Vse { vse, .. } => vse.numerator(
                 m.ranks(i),
                 m.order(i),
                 m.tie_pairs(i),
                 m.ranks(j),
                 m.tie_pairs(j),
-            );
+            ),
         }
-        match self.kind {
-            KernelKind::Gse => self.gse.numerator(m, i, j),
-            _ => naive::numerator(m.ranks(i), m.ranks(j)),
-        }
-    }
-
-    /// The slower path of a pair touching a gene with missing values: the
-    /// pair's shared samples are gathered in `i`'s order (which then is the
-    /// identity) and handed to VSE with their tie counts; the naive kernel
-    /// masks the missing samples out; GSE recounts on the shared samples.
-    fn numerator_complete(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
-        let vse = match &mut self.vse {
-            Some(vse) => vse,
-            None if self.kind == KernelKind::Naive => {
-                return naive::numerator_complete(m.ranks(i), m.ranks(j));
-            }
-            None => return self.gse.numerator_complete(m, i, j),
-        };
-        m.shared_ranks(i, j, &mut self.shared_u, &mut self.shared_v);
-        let n = self.shared_u.len();
-        if self.identity.len() < n {
-            self.identity = (0..n as u32).collect();
-        }
-        let stats = m.pair_stats(i, j);
-        // The shared samples keep their genes' ranks (below n, not n').
-        vse.numerator_ranked(
-            &self.shared_u,
-            &self.identity[..n],
-            stats.u.tie_pairs,
-            &self.shared_v,
-            stats.v.tie_pairs,
-            m.samples(),
-        )
     }
 
     /// Numerators of every pair `i` in `rows`, `j` in `cols` with `j > i`,
@@ -376,7 +379,7 @@ impl PairKernel {
         cols: Range<usize>,
         out: &mut Vec<PairNumerator>,
     ) {
-        if let Some(b) = &self.bitset {
+        if let KernelState::Bitset(b) = &self.state {
             return b.block(m, rows, cols, out);
         }
         for &i in rows {
