@@ -41,8 +41,6 @@ mod avx2;
 mod avx512;
 mod scalar;
 
-use std::cell::RefCell;
-
 use super::gse;
 
 pub use super::isa::Isa;
@@ -727,94 +725,6 @@ fn sort_tie_runs(
         from = end + 1;
     }
     n3
-}
-
-/// Padded copies for the public counting functions.
-#[derive(Default)]
-struct Scratch {
-    a32: Vec<u32>,
-    b32: Vec<u32>,
-    a64: Vec<u64>,
-    b64: Vec<u64>,
-}
-
-thread_local! {
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
-}
-
-/// Sorts `seq` ascending and returns its number of strict inversions (pairs
-/// `a < b` with `seq[a] > seq[b]`) using `isa`'s vectorised merge sort.
-/// `tmp.len() == seq.len()`. Exposed for tests and benchmarks.
-///
-/// The SIMD paths tag values in bit 0, so values of `2^31` or more are
-/// counted by the scalar path. Panics if `isa` is not available or the
-/// lengths differ.
-pub fn count_inversions(isa: Isa, seq: &mut [u32], tmp: &mut [u32]) -> u64 {
-    assert!(
-        isa.is_available(),
-        "instruction set {} is not available",
-        isa.name()
-    );
-    assert_eq!(tmp.len(), seq.len(), "tmp and seq differ in length");
-    let n = seq.len();
-    if n < 2 {
-        return 0;
-    }
-    if isa == Isa::Scalar || seq.iter().any(|&x| x > u32::MAX >> 1) {
-        let (count, in_tmp) = scalar::count(seq, tmp);
-        if in_tmp {
-            seq.copy_from_slice(tmp);
-        }
-        return count;
-    }
-    SCRATCH.with_borrow_mut(|Scratch { a32: a, b32: b, .. }| {
-        let len = padded(n);
-        a.clear();
-        a.extend(seq.iter().map(|&x| x << 1));
-        a.resize(len, SENTINEL_COUNT_U32);
-        b.resize(len, 0);
-        let (count, in_tmp) = count_layout_u32(isa, a, b);
-        let sorted = if in_tmp { &b[..n] } else { &a[..n] };
-        for (s, &x) in seq.iter_mut().zip(sorted) {
-            *s = x >> 1;
-        }
-        count
-    })
-}
-
-/// [`count_inversions`] for 64-bit keys (the u64 path). Values of `2^63` or
-/// more are counted by the scalar path.
-pub fn count_inversions_u64(isa: Isa, seq: &mut [u64], tmp: &mut [u64]) -> u64 {
-    assert!(
-        isa.is_available(),
-        "instruction set {} is not available",
-        isa.name()
-    );
-    assert_eq!(tmp.len(), seq.len(), "tmp and seq differ in length");
-    let n = seq.len();
-    if n < 2 {
-        return 0;
-    }
-    if isa == Isa::Scalar || seq.iter().any(|&x| x > u64::MAX >> 1) {
-        let (count, in_tmp) = scalar::count(seq, tmp);
-        if in_tmp {
-            seq.copy_from_slice(tmp);
-        }
-        return count;
-    }
-    SCRATCH.with_borrow_mut(|Scratch { a64: a, b64: b, .. }| {
-        let len = padded(n);
-        a.clear();
-        a.extend(seq.iter().map(|&x| x << 1));
-        a.resize(len, SENTINEL_COUNT_U64);
-        b.resize(len, 0);
-        let (count, in_tmp) = count_layout_u64(isa, a, b);
-        let sorted = if in_tmp { &b[..n] } else { &a[..n] };
-        for (s, &x) in seq.iter_mut().zip(sorted) {
-            *s = x >> 1;
-        }
-        count
-    })
 }
 
 #[cfg(test)]

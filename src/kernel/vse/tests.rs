@@ -2,6 +2,45 @@
 //! naive oracle.
 use super::*;
 
+/// `fn $name(isa, seq, tmp) -> u64`: sorts `seq` and counts its strict
+/// inversions with `isa`'s merge sort in the `$t` counting layout (values
+/// with the top bit set take the scalar path).
+macro_rules! count_inversions_in {
+    ($name:ident, $t:ty, $sentinel:expr, $layout:ident) => {
+        fn $name(isa: Isa, seq: &mut [$t], tmp: &mut [$t]) -> u64 {
+            assert!(isa.is_available() && tmp.len() == seq.len());
+            let n = seq.len();
+            if n < 2 {
+                return 0;
+            }
+            if isa == Isa::Scalar || seq.iter().any(|&x| x > <$t>::MAX >> 1) {
+                let (count, in_tmp) = scalar::count(seq, tmp);
+                if in_tmp {
+                    seq.copy_from_slice(tmp);
+                }
+                return count;
+            }
+            let mut a: Vec<$t> = seq.iter().map(|&x| x << 1).collect();
+            a.resize(padded(n), $sentinel);
+            let mut b = vec![0; a.len()];
+            let (count, in_tmp) = $layout(isa, &mut a, &mut b);
+            let sorted = if in_tmp { &b[..n] } else { &a[..n] };
+            for (s, &x) in seq.iter_mut().zip(sorted) {
+                *s = x >> 1;
+            }
+            count
+        }
+    };
+}
+
+count_inversions_in!(count_inversions, u32, SENTINEL_COUNT_U32, count_layout_u32);
+count_inversions_in!(
+    count_inversions_u64,
+    u64,
+    SENTINEL_COUNT_U64,
+    count_layout_u64
+);
+
 /// xorshift64.
 struct Rng(u64);
 
