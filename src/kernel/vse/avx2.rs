@@ -129,14 +129,14 @@ fn tags32(x: __m256i) -> i32 {
     _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_slli_epi32::<31>(x)))
 }
 
-/// Sum of the eight u32 lanes.
+/// Sum of the eight u32 lanes, widened first: a merge of up to 2^31
+/// values can sum past u32 even though no lane overflows.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn hsum32(x: __m256i) -> u64 {
-    let s = _mm_add_epi32(_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x));
-    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0x4E>(s));
-    let s = _mm_add_epi32(s, _mm_shuffle_epi32::<0xB1>(s));
-    u64::from(_mm_cvtsi128_si32(s) as u32)
+    let lo = _mm256_cvtepu32_epi64(_mm256_castsi256_si128(x));
+    let hi = _mm256_cvtepu32_epi64(_mm256_extracti128_si256::<1>(x));
+    hsum64(_mm256_add_epi64(lo, hi))
 }
 
 /// Compare-exchange of `x` with the partner lanes `y`: lanes set in `UPPER`

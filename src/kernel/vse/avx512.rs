@@ -11,6 +11,16 @@ use std::arch::x86_64::*;
 use super::scalar::lookup;
 use super::{SENTINEL_COUNT_U32, block_constant, merge_constant, merge_passes};
 
+/// Sum of the sixteen u32 lanes, widened first: a merge of up to 2^31
+/// values can sum past u32 even though no lane overflows.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn sum_lanes(x: __m512i) -> u64 {
+    let lo = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(x));
+    let hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64::<1>(x));
+    _mm512_reduce_add_epi64(_mm512_add_epi64(lo, hi)) as u64
+}
+
 /// Blocks between reductions of the u32 lane accumulators (no overflow).
 const FLUSH_BLOCKS: u64 = 1024;
 
@@ -244,14 +254,14 @@ unsafe fn sort_blocks_32<const COUNT: bool>(buf: &mut [u32]) -> u64 {
         at += 16 * regs;
         blocks += 1;
         if COUNT && blocks.is_multiple_of(FLUSH_BLOCKS) {
-            positions += u64::from(_mm512_reduce_add_epi32(acc) as u32);
+            positions += sum_lanes(acc);
             acc = _mm512_setzero_si512();
         }
     }
     if !COUNT {
         return 0;
     }
-    positions += u64::from(_mm512_reduce_add_epi32(acc) as u32);
+    positions += sum_lanes(acc);
     blocks * BLOCK64_CONSTANT - positions
 }
 
@@ -335,7 +345,7 @@ unsafe fn merge_32<const COUNT: bool>(l: &[u32], r: &[u32], out: &mut [u32]) -> 
         return 0;
     }
     positions += o as u64 * k.tally(&mut acc, cur, k.iota[0]);
-    positions += u64::from(_mm512_reduce_add_epi32(acc) as u32);
+    positions += sum_lanes(acc);
     merge_constant(nl as u64, nr as u64) - positions
 }
 
