@@ -5,10 +5,12 @@
 //! cargo bench --bench kernels -- 57 310       # chosen n
 //! cargo bench --bench kernels -- 5000 vse bitset   # chosen n and kernels
 //! cargo bench --bench kernels -- 57 missing=0.1     # 10 % of values missing
+//! cargo bench --bench kernels -- 2000 zeros=0.5     # half the values 0 (counts)
 //! ```
 //!
 //! For each n: 48 random genes (no ties, and with ties: values from n/4
-//! levels; with `missing=F` each value is missing with probability F), all
+//! levels; with `missing=F` each value is missing with probability F, with
+//! `zeros=F` it is 0 with probability F, as in count data), all
 //! 1,128 pairs per round, rounds repeated for ~0.4 s per kernel and
 //! instruction set. Prints pairs/s and the ratios to naive and GSE. Ratios
 //! are what hold on a shared machine; absolute numbers move with its load.
@@ -27,13 +29,15 @@ use rand::{Rng, SeedableRng};
 
 const GENES: usize = 48;
 
-fn matrix(n: usize, ties: bool, missing: f64, seed: u64) -> RankedMatrix {
+fn matrix(n: usize, ties: bool, missing: f64, zeros: f64, seed: u64) -> RankedMatrix {
     let mut rng = SmallRng::seed_from_u64(seed);
     let levels = (n / 4).max(2) as u32;
     let values: Vec<f64> = (0..GENES * n)
         .map(|_| {
             if rng.random_bool(missing) {
                 f64::NAN
+            } else if rng.random_bool(zeros) {
+                0.0
             } else if ties {
                 f64::from(rng.random_range(0..levels))
             } else {
@@ -70,10 +74,12 @@ fn throughput(mut kernel: PairKernel, m: &RankedMatrix) -> f64 {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let sizes: Vec<usize> = args.iter().filter_map(|a| a.parse().ok()).collect();
-    let missing: f64 = args
-        .iter()
-        .find_map(|a| a.strip_prefix("missing="))
-        .map_or(0.0, |f| f.parse().expect("missing=F takes a probability"));
+    let probability = |name: &str| -> f64 {
+        args.iter()
+            .find_map(|a| a.strip_prefix(name)?.strip_prefix('='))
+            .map_or(0.0, |f| f.parse().expect("takes a probability"))
+    };
+    let (missing, zeros) = (probability("missing"), probability("zeros"));
     // Kernel names among the arguments restrict the run to those kernels.
     let only: Vec<&str> = args
         .iter()
@@ -90,7 +96,7 @@ fn main() {
     println!("|---:|:---:|:---|:---|---:|---:|---:|");
     for &n in &sizes {
         for ties in [false, true] {
-            let m = matrix(n, ties, missing, n as u64);
+            let m = matrix(n, ties, missing, zeros, n as u64);
             let mut runs: Vec<(KernelKind, Isa)> = vec![
                 (KernelKind::Naive, Isa::Scalar),
                 (KernelKind::Gse, Isa::Scalar),

@@ -675,10 +675,15 @@ fn fix_straddling_runs(isa: Isa, keys: &mut [u32], width: usize, scratch: &mut V
 /// neighbour mask `E`; with `A_0 = E` and `A_{j+1} = A_j & (A_j << 1)` the
 /// group leaves `m - j` bits in `A_j`, so `Σ_j popcount(A_j)` is
 /// `m(m+1)/2 = t(t-1)/2` without a branch per group.
+///
+/// After [`JOINT_TIE_PASSES`] passes the groups still left (`m' = m - K`
+/// bits each) are walked run by run and add `m'(m'+1)/2`, so long groups
+/// (many equal pairs, as zeros in count data) cost one walk, not one pass
+/// over all words per member.
 fn joint_ties(isa: Isa, keys: &[u32], words: &mut Vec<u64>) -> u64 {
     equal_neighbours(isa, keys, words);
     let mut n3 = 0u64;
-    loop {
+    for _ in 0..JOINT_TIE_PASSES {
         let mut carry = 0u64;
         let mut any = 0u64;
         for w in words.iter_mut() {
@@ -692,7 +697,18 @@ fn joint_ties(isa: Isa, keys: &[u32], words: &mut Vec<u64>) -> u64 {
             return n3;
         }
     }
+    let mut from = 0;
+    while let Some(start) = next_set(words, from) {
+        let end = next_clear(words, start);
+        let m = (end - start) as u64;
+        n3 += m * (m + 1) / 2;
+        from = end;
+    }
+    n3
 }
+
+/// Branch-free passes of [`joint_ties`] before it walks the remaining runs.
+const JOINT_TIE_PASSES: usize = 4;
 
 /// Sorts each run of equal values of `us` (the `u` ranks in `order`) of `seq`
 /// (u32 counting layout) ascending; returns the joint ties `n3` when `count`.
