@@ -5,18 +5,14 @@ use crate::common;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::common::{batch, ctx, run, write_parquet};
+use crate::common::{assert_contains, batch, ctx, run, write_parquet};
 use datafusion::arrow::array::{
     Array, AsArray, BooleanArray, Float32Array, Float64Array, Int32Array, Int64Array, StringArray,
 };
 use datafusion::arrow::datatypes::{Float64Type, Int64Type};
 
 async fn error_of(sql: &str) -> String {
-    let ctx = ctx(2);
-    match run(&ctx, sql).await {
-        Ok(b) => panic!("expected an error for {sql}, got {} batches", b.len()),
-        Err(e) => e.to_string(),
-    }
+    common::error(&ctx(2), sql).await
 }
 
 async fn error_for(path: &Path) -> String {
@@ -33,12 +29,6 @@ fn genes(ids: &[Option<&str>]) -> Arc<dyn Array> {
 
 fn floats(v: &[Option<f64>]) -> Arc<dyn Array> {
     Arc::new(Float64Array::from(v.to_vec()))
-}
-
-fn assert_contains(msg: &str, needles: &[&str]) {
-    for n in needles {
-        assert!(msg.contains(n), "'{n}' missing from: {msg}");
-    }
 }
 
 #[tokio::test]

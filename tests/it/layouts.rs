@@ -7,23 +7,14 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::common::{batch, by_key, ctx, pairs, reference, run, write_parquet};
-use datafusion::arrow::array::{
-    Array, AsArray, Float64Array, Int64Array, RecordBatch, StringArray,
-};
+use datafusion::arrow::array::{Array, AsArray, Float64Array, Int64Array, StringArray};
 use datafusion::arrow::datatypes::Float64Type;
-use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 const TIES: &str = "tests/data/bladder_ties.parquet";
 
 /// (gene ids, sample names, genes × samples values) of a genes-as-rows file.
 fn read_rows(path: &str) -> (Vec<String>, Vec<String>, Vec<Vec<f64>>) {
-    let file = std::fs::File::open(path).unwrap();
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap();
-    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
-    let b = datafusion::arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let b = crate::common::read_parquet(path);
     let genes: Vec<String> = b
         .column(0)
         .as_string::<i32>()
@@ -256,9 +247,6 @@ async fn genes_as_columns_mistakes_are_named() {
     )
     .await;
     assert!(msg.contains("takes only the path"), "{msg}");
-    let msg = run(&ctx(1), "SET kendall.layout = 'wide'")
-        .await
-        .unwrap_err()
-        .to_string();
+    let msg = crate::common::error(&ctx(1), "SET kendall.layout = 'wide'").await;
     assert!(msg.contains("kendall.layout must be one of"), "{msg}");
 }

@@ -241,20 +241,14 @@ async fn every_kernel_agrees_with_missing_values() {
 #[tokio::test]
 async fn missing_error_names_gene_and_sample() {
     let ctx = ctx(1);
-    let err = run(&ctx, &format!("SET kendall.missing = 'error'; {ALL}"))
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = crate::common::error(&ctx, &format!("SET kendall.missing = 'error'; {ALL}")).await;
     assert!(err.contains("kendall.missing = 'error'"), "{err}");
     assert!(
         err.contains("gene '") && err.contains("sample column '"),
         "{err}"
     );
     assert!(err.contains(DATA), "{err}");
-    let err = run(&ctx, "SET kendall.missing = 'drop'")
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = crate::common::error(&ctx, "SET kendall.missing = 'drop'").await;
     assert!(err.contains("'pairwise' or 'error'"), "{err}");
 }
 
@@ -291,17 +285,10 @@ async fn layouts_carry_missing_values() {
     use std::sync::Arc;
 
     use datafusion::arrow::array::{ArrayRef, Float64Array, StringArray};
-    use datafusion::arrow::compute::{cast, concat_batches};
+    use datafusion::arrow::compute::cast;
     use datafusion::arrow::datatypes::DataType;
-    use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
-    let file = std::fs::File::open(DATA).unwrap();
-    let reader = ParquetRecordBatchReaderBuilder::try_new(file)
-        .unwrap()
-        .build()
-        .unwrap();
-    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
-    let all = concat_batches(&batches[0].schema(), &batches).unwrap();
+    let all = crate::common::read_parquet(DATA);
     let ids = cast(all.column(0), &DataType::Utf8).unwrap();
     let ids = ids.as_string::<i32>();
     let schema = all.schema();

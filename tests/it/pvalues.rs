@@ -149,9 +149,6 @@ async fn p_value_filters_are_pushed_down() {
         !plan.contains("FilterExec") && plan.contains("filter=p_value < "),
         "{plan}"
     );
-    let err = run(&ctx, "SET kendall.pvalue = 'fisher'")
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = crate::common::error(&ctx, "SET kendall.pvalue = 'fisher'").await;
     assert!(err.contains("kendall.pvalue must be one of"), "{err}");
 }

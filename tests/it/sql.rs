@@ -288,15 +288,9 @@ async fn copy_network_to_parquet_and_csv() {
 #[tokio::test]
 async fn options_refuse_bad_values() {
     let ctx = ctx(1);
-    let err = run(&ctx, "SET kendall.kernel = 'fastest'")
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = crate::common::error(&ctx, "SET kendall.kernel = 'fastest'").await;
     assert!(err.contains("kendall.kernel must be one of"), "{err}");
-    let err = run(&ctx, "SET kendall.variant = 'z'")
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = crate::common::error(&ctx, "SET kendall.variant = 'z'").await;
     assert!(err.contains("kendall.variant must be"), "{err}");
     run(&ctx, "SET kendall.variant = 'A'").await.unwrap();
     let plan = run(
@@ -384,10 +378,7 @@ async fn every_kernel_and_instruction_set_gives_identical_bits() {
         }
     }
     assert!(baseline.is_some());
-    let err = run(&ctx(1), "SET kendall.simd = 'neon'")
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = crate::common::error(&ctx(1), "SET kendall.simd = 'neon'").await;
     assert!(err.contains("kendall.simd must be one of"), "{err}");
 }
 

@@ -30,6 +30,34 @@ pub async fn run(ctx: &SessionContext, sql: &str) -> datafusion::error::Result<V
     Ok(last)
 }
 
+/// The error `sql` (several statements allowed) ends with, as text; panics
+/// when it succeeds.
+pub async fn error(ctx: &SessionContext, sql: &str) -> String {
+    match run(ctx, sql).await {
+        Ok(b) => panic!("expected an error for {sql}, got {} batches", b.len()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// Asserts that `msg` contains every one of `needles`.
+pub fn assert_contains(msg: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(msg.contains(n), "'{n}' missing from: {msg}");
+    }
+}
+
+/// All rows of a Parquet file as one batch.
+pub fn read_parquet(path: impl AsRef<Path>) -> RecordBatch {
+    let file = std::fs::File::open(path).unwrap();
+    let reader =
+        datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .unwrap()
+            .build()
+            .unwrap();
+    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
+    datafusion::arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap()
+}
+
 /// The plan of `EXPLAIN [ANALYZE] <sql>` (pass the whole statement) as text.
 pub async fn plan(ctx: &SessionContext, explain: &str) -> String {
     let batches = run(ctx, explain)
@@ -103,14 +131,7 @@ pub fn write_parquet(path: &Path, batch: &RecordBatch) {
 
 /// The first `k` rows of a Parquet file, written to `out`.
 pub fn head_parquet(input: &str, k: usize, out: &Path) {
-    let file = std::fs::File::open(input).unwrap();
-    let reader =
-        datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
-            .unwrap()
-            .build()
-            .unwrap();
-    let batches: Vec<RecordBatch> = reader.map(Result::unwrap).collect();
-    let all = datafusion::arrow::compute::concat_batches(&batches[0].schema(), &batches).unwrap();
+    let all = read_parquet(input);
     write_parquet(out, &all.slice(0, k.min(all.num_rows())));
 }
 
