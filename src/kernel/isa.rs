@@ -1,7 +1,14 @@
 //! Instruction sets of the SIMD kernels, detected once per query.
+//!
+//! Detection can be capped with the environment variable
+//! [`MAX_ISA_ENV`] (`KENDALL_MAX_ISA=avx2` or `=scalar`), so that one
+//! AVX-512 machine can run the whole test suite as an AVX2-only and as a
+//! scalar-only machine would: every instruction set above the cap is then
+//! treated exactly like one the CPU lacks (not detected, refused when forced).
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::OnceLock;
 
 use datafusion::error::{DataFusionError, Result};
 
@@ -20,7 +27,7 @@ impl Isa {
     /// Every instruction set, best first.
     pub const ALL: [Isa; 3] = [Isa::Avx512, Isa::Avx2, Isa::Scalar];
 
-    /// The best instruction set this CPU supports.
+    /// The best instruction set this CPU supports (within the cap, if any).
     pub fn detect() -> Isa {
         Isa::ALL
             .into_iter()
@@ -28,8 +35,55 @@ impl Isa {
             .unwrap_or(Isa::Scalar)
     }
 
-    /// Whether this CPU can run `self` (`Scalar` always).
+    /// Whether `self` may run here: the CPU supports it and it is not above
+    /// the cap set by [`MAX_ISA_ENV`] (`Scalar` always).
     pub fn is_available(self) -> bool {
+        self.within_cap() && self.cpu_supports()
+    }
+
+    /// Whether the cap set by [`MAX_ISA_ENV`] (if any) allows `self`.
+    pub fn within_cap(self) -> bool {
+        cap().is_none_or(|cap| self.rank() <= cap.rank())
+    }
+
+    /// Why `self` is not available, for messages: the CPU lacks it, or the
+    /// cap excludes it. `None` when it is available.
+    pub fn unavailable_reason(self) -> Option<String> {
+        if !self.cpu_supports() {
+            Some(format!("this CPU does not support {self}"))
+        } else if !self.within_cap() {
+            Some(format!(
+                "{self} is disabled by {MAX_ISA_ENV}={}",
+                cap().map_or("", Isa::name)
+            ))
+        } else {
+            None
+        }
+    }
+
+    /// Whether the portable path may use the POPCNT instruction: the CPU has
+    /// it and the cap is above `Scalar` (a scalar cap stands for a baseline
+    /// x86-64 CPU, which lacks it).
+    pub fn popcnt_available() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            Isa::Avx2.within_cap() && std::arch::is_x86_feature_detected!("popcnt")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        false
+    }
+
+    /// Position in the order scalar < avx2 < avx512.
+    fn rank(self) -> u8 {
+        match self {
+            Isa::Scalar => 0,
+            Isa::Avx2 => 1,
+            Isa::Avx512 => 2,
+        }
+    }
+
+    /// Whether this CPU has the instructions of `self` (ignoring the cap).
+    pub fn cpu_supports(self) -> bool {
         match self {
             Isa::Scalar => true,
             #[cfg(target_arch = "x86_64")]
@@ -60,6 +114,34 @@ impl Isa {
     }
 }
 
+/// Environment variable capping the detected instruction set: `avx512`,
+/// `avx2` or `scalar` (read once per process). Unset or empty: no cap.
+pub const MAX_ISA_ENV: &str = "KENDALL_MAX_ISA";
+
+/// The cap from [`MAX_ISA_ENV`], read once. An unknown value is reported on
+/// stderr once and caps at `scalar`, the safe choice (never a panic).
+pub fn cap() -> Option<Isa> {
+    static CAP: OnceLock<Option<Isa>> = OnceLock::new();
+    *CAP.get_or_init(|| {
+        let value = std::env::var(MAX_ISA_ENV).ok()?;
+        let value = value.trim();
+        if value.is_empty() {
+            return None;
+        }
+        match value.parse::<SimdChoice>() {
+            Ok(SimdChoice::Force(isa)) => Some(isa),
+            Ok(SimdChoice::Auto) => None,
+            Err(_) => {
+                eprintln!(
+                    "warning: {MAX_ISA_ENV}='{value}' is not one of avx512, avx2, scalar; \
+                     running as scalar"
+                );
+                Some(Isa::Scalar)
+            }
+        }
+    })
+}
+
 impl fmt::Display for Isa {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -81,12 +163,13 @@ impl SimdChoice {
     pub fn resolve(self) -> Result<Isa> {
         match self {
             SimdChoice::Auto => Ok(Isa::detect()),
-            SimdChoice::Force(isa) if isa.is_available() => Ok(isa),
-            SimdChoice::Force(isa) => Err(DataFusionError::Plan(format!(
-                "kendall.simd = '{isa}' but this CPU does not support {isa} \
-                 (best available: {}); use 'auto'",
-                Isa::detect()
-            ))),
+            SimdChoice::Force(isa) => match isa.unavailable_reason() {
+                None => Ok(isa),
+                Some(why) => Err(DataFusionError::Plan(format!(
+                    "kendall.simd = '{isa}' but {why} (best available: {}); use 'auto'",
+                    Isa::detect()
+                ))),
+            },
         }
     }
 }

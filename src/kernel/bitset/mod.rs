@@ -136,10 +136,7 @@ impl Bitset {
     /// A kernel over `planes`. `isa` must be available (see [`Isa::is_available`]).
     pub fn new(isa: Isa, planes: Arc<BitPlanes>) -> Self {
         assert!(isa.is_available(), "{isa} is not available on this CPU");
-        #[cfg(target_arch = "x86_64")]
-        let popcnt = std::arch::is_x86_feature_detected!("popcnt");
-        #[cfg(not(target_arch = "x86_64"))]
-        let popcnt = false;
+        let popcnt = Isa::popcnt_available();
         Self {
             isa,
             popcnt,

@@ -140,12 +140,20 @@ pub fn batch(columns: Vec<(&str, Arc<dyn Array>)>) -> RecordBatch {
     RecordBatch::try_from_iter(columns).unwrap()
 }
 
-/// Whether this CPU has the instruction set named by a `kendall.simd` value
-/// (`auto` always).
+/// Whether the instruction set named by a `kendall.simd` value may run here
+/// (`auto` always): the CPU has it and `KENDALL_MAX_ISA` does not exclude it.
+/// When it may not, says on stderr which path is skipped and why (shown with
+/// `cargo test -- --nocapture`); the caller then tests the refusal instead.
 pub fn simd_available(simd: &str) -> bool {
     use datafusion_kendall::kernel::isa::Isa;
-    simd == "auto"
-        || Isa::ALL
-            .iter()
-            .any(|i| i.name() == simd && i.is_available())
+    let Some(isa) = Isa::ALL.into_iter().find(|i| i.name() == simd) else {
+        return simd == "auto";
+    };
+    match isa.unavailable_reason() {
+        None => true,
+        Some(why) => {
+            eprintln!("skipped: the {simd} path ({why}); testing its refusal instead");
+            false
+        }
+    }
 }
