@@ -144,6 +144,19 @@ impl KendallExec {
         &self.config
     }
 
+    /// How far this scan has come: pairs computed so far over all
+    /// partitions, and the pairs it will compute once the input is loaded
+    /// (`None` before). Cheap; safe to call while the query runs.
+    pub fn progress(&self) -> Progress {
+        let done = self
+            .metrics
+            .clone_inner()
+            .sum_by_name("pairs_computed")
+            .map_or(0, |m| m.as_usize() as u64);
+        let total = self.prepared.get().map(|p| p.work.total_pairs());
+        Progress { done, total }
+    }
+
     /// Whether the query reads `p_value` (projected or filtered on).
     fn wants_p_value(&self) -> bool {
         self.projection.contains(&P_VALUE_COLUMN)
@@ -153,6 +166,38 @@ impl KendallExec {
                 .as_ref()
                 .is_some_and(|p| p.reads_p_value())
     }
+}
+
+/// Progress of the pair computation of a query (see [`KendallExec::progress`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Pairs computed so far.
+    pub done: u64,
+    /// Pairs to compute; `None` while the input is still being loaded.
+    pub total: Option<u64>,
+}
+
+/// The summed progress of every `kendall_all_pairs` scan in a physical plan,
+/// or `None` when the plan has none (e.g. `SELECT 1`). A progress display
+/// polls this while the plan runs; a scan whose input is still loading makes
+/// the total `None`.
+pub fn plan_progress(plan: &Arc<dyn ExecutionPlan>) -> Option<Progress> {
+    let mut found: Option<Progress> = None;
+    let mut stack = vec![plan];
+    while let Some(node) = stack.pop() {
+        if let Some(exec) = node.downcast_ref::<KendallExec>() {
+            let p = exec.progress();
+            found = Some(match found {
+                None => p,
+                Some(f) => Progress {
+                    done: f.done + p.done,
+                    total: f.total.zip(p.total).map(|(a, b)| a + b),
+                },
+            });
+        }
+        stack.extend(node.children());
+    }
+    found
 }
 
 /// Reads, validates and ranks the input; splits the tiles into partitions.

@@ -1,7 +1,10 @@
 //! Session options: `SET kendall.<name> = <value>`.
 
-use datafusion::common::config::{ConfigExtension, ConfigOptions};
+use std::fmt;
+
+use datafusion::common::config::{ConfigExtension, ConfigField, ConfigOptions, Visit};
 use datafusion::common::extensions_options;
+use datafusion::error::{DataFusionError, Result};
 
 use crate::input::{Layout, MissingValues};
 use crate::kernel::isa::SimdChoice;
@@ -31,9 +34,9 @@ extensions_options! {
         /// Instruction set of the SIMD kernels: 'auto', 'avx512', 'avx2' or 'scalar'.
         pub simd: SimdChoice, default = SimdChoice::Auto
         /// Edge of a square tile of the gene × gene job matrix, in genes.
-        pub tile_size: usize, default = DEFAULT_TILE_SIZE
-        /// Bytes the per-query kernel data (the bit-planes) may take.
-        pub memory_limit: usize, default = DEFAULT_MEMORY_LIMIT
+        pub tile_size: TileSize, default = TileSize(DEFAULT_TILE_SIZE)
+        /// Bytes the per-query kernel data (the bit-planes) may take: a whole number of bytes, or with a unit (e.g. '512MiB', '4GiB', '2G'; K, M, G, T and KiB..TiB are powers of 1024, KB..TB of 1000).
+        pub memory_limit: ByteSize, default = ByteSize(DEFAULT_MEMORY_LIMIT)
         /// Input layout: 'genes_as_rows', 'genes_as_columns' or 'long'.
         pub layout: Layout, default = Layout::GenesAsRows
         /// p-value method: 'auto' (scipy's rule), 'asymptotic' or 'exact'.
@@ -41,7 +44,7 @@ extensions_options! {
         /// Null and NaN values: 'pairwise' (each pair uses the samples both genes have) or 'error'.
         pub missing: MissingValues, default = MissingValues::Pairwise
         /// Pairs with fewer complete samples than this get NULL tau and p_value (pandas' min_periods).
-        pub min_periods: usize, default = 1
+        pub min_periods: MinPeriods, default = MinPeriods(1)
     }
 }
 
@@ -58,5 +61,166 @@ impl KendallOptions {
             .get::<KendallOptions>()
             .cloned()
             .unwrap_or_default()
+    }
+}
+
+/// Defines a whole-number option type with a lower bound, refused with a
+/// message naming the option, the value and the allowed range.
+macro_rules! whole_number_option {
+    ($(#[$doc:meta])* $name:ident, $sql:literal, $min:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct $name(pub usize);
+
+        impl $name {
+            /// The value.
+            pub fn get(self) -> usize {
+                self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+
+        impl ConfigField for $name {
+            fn visit<V: Visit>(&self, v: &mut V, key: &str, description: &'static str) {
+                v.some(key, self, description)
+            }
+
+            // `n >= 0` is always true for the option whose minimum is 0.
+            #[allow(unused_comparisons)]
+            fn set(&mut self, _key: &str, value: &str) -> Result<()> {
+                match value.trim().parse::<usize>() {
+                    Ok(n) if n >= $min => {
+                        self.0 = n;
+                        Ok(())
+                    }
+                    _ => Err(DataFusionError::Configuration(format!(
+                        "{} must be a whole number >= {}, got '{value}'",
+                        $sql, $min
+                    ))),
+                }
+            }
+        }
+    };
+}
+
+whole_number_option!(
+    /// `kendall.tile_size`: a tile edge in genes, at least 1.
+    TileSize,
+    "kendall.tile_size",
+    1
+);
+
+whole_number_option!(
+    /// `kendall.min_periods`: a number of shared samples, at least 0.
+    MinPeriods,
+    "kendall.min_periods",
+    0
+);
+
+/// A size in bytes (`kendall.memory_limit`): a whole number of bytes, or a
+/// number with a unit. `K`, `M`, `G`, `T` (as DataFusion's own
+/// `datafusion.runtime.memory_limit`) and `KiB`..`TiB` are powers of 1024;
+/// `KB`..`TB` are powers of 1000; `B` is bytes. Case does not matter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ByteSize(pub usize);
+
+impl ByteSize {
+    /// The size in bytes.
+    pub fn bytes(self) -> usize {
+        self.0
+    }
+
+    /// Parses `"4GiB"`, `"512M"`, `"1000000"`; `None` for anything else
+    /// (negative, fractional without a unit, unknown unit, overflow).
+    pub fn parse(text: &str) -> Option<usize> {
+        let text = text.trim();
+        let split = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(text.len());
+        let (number, unit) = text.split_at(split);
+        let scale: f64 = match unit.trim().to_ascii_lowercase().as_str() {
+            "" | "b" => 1.0,
+            "k" | "kib" => 1024.0,
+            "m" | "mib" => 1024f64.powi(2),
+            "g" | "gib" => 1024f64.powi(3),
+            "t" | "tib" => 1024f64.powi(4),
+            "kb" => 1e3,
+            "mb" => 1e6,
+            "gb" => 1e9,
+            "tb" => 1e12,
+            _ => return None,
+        };
+        if scale == 1.0 {
+            return number.parse::<usize>().ok();
+        }
+        let x = number.parse::<f64>().ok()? * scale;
+        (x.is_finite() && x >= 0.0 && x < usize::MAX as f64).then(|| x.round() as usize)
+    }
+}
+
+impl fmt::Display for ByteSize {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl ConfigField for ByteSize {
+    fn visit<V: Visit>(&self, v: &mut V, key: &str, description: &'static str) {
+        v.some(key, self, description)
+    }
+
+    fn set(&mut self, _key: &str, value: &str) -> Result<()> {
+        self.0 = ByteSize::parse(value).ok_or_else(|| {
+            DataFusionError::Configuration(format!(
+                "kendall.memory_limit must be a size in bytes, a whole number with an optional \
+                 unit (B, K, M, G, T, KiB, MiB, GiB, TiB, KB, MB, GB, TB), e.g. '4GiB'; \
+                 got '{value}'"
+            ))
+        })?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(ByteSize::parse("1000"), Some(1000));
+        assert_eq!(ByteSize::parse("4GiB"), Some(4 << 30));
+        assert_eq!(ByteSize::parse("4gib"), Some(4 << 30));
+        assert_eq!(ByteSize::parse("2G"), Some(2 << 30));
+        assert_eq!(ByteSize::parse("1.5 MiB"), Some(3 << 19));
+        assert_eq!(ByteSize::parse("3KB"), Some(3000));
+        assert_eq!(ByteSize::parse("7B"), Some(7));
+        for bad in ["-5", "1e3", "", "GB", "4 parsecs", "1.5", "99999999999999999999"] {
+            assert_eq!(ByteSize::parse(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn options_are_refused_by_name() {
+        let mut t = TileSize(5);
+        let err = t.set("", "0").unwrap_err().to_string();
+        assert!(err.contains("kendall.tile_size must be a whole number >= 1, got '0'"), "{err}");
+        assert!(t.set("", "-5").is_err());
+        assert!(t.set("", "1e3").is_err());
+        t.set("", " 64 ").unwrap();
+        assert_eq!(t.get(), 64);
+        let mut m = MinPeriods(1);
+        m.set("", "0").unwrap();
+        let err = m.set("", "-1").unwrap_err().to_string();
+        assert!(err.contains("kendall.min_periods must be a whole number >= 0"), "{err}");
+        assert_eq!(m.get(), 0);
+        let mut b = ByteSize(0);
+        let err = b.set("", "4 parsecs").unwrap_err().to_string();
+        assert!(err.contains("kendall.memory_limit must be a size in bytes"), "{err}");
+        assert!(err.contains("'4 parsecs'"), "{err}");
     }
 }

@@ -102,7 +102,7 @@ impl TableProvider for KendallTable {
             .filter_map(GenePredicate::from_expr)
             .reduce(GenePredicate::and);
         let (genes, samples) = (self.spec.genes, self.spec.samples);
-        let memory_limit = options.memory_limit as u64;
+        let memory_limit = options.memory_limit.bytes() as u64;
         let isa = options.simd.resolve()?;
         // Genes a gene-targeted query's pairs must touch (names; at most that many).
         let anchors = gene_predicate
@@ -122,10 +122,10 @@ impl TableProvider for KendallTable {
         }
         let scan = ScanConfig {
             variant: options.variant,
-            min_periods: options.min_periods,
+            min_periods: options.min_periods.get(),
             kernel,
             isa,
-            tile_size: options.tile_size.max(1),
+            tile_size: options.tile_size.get(),
             partitions: config.execution.target_partitions.max(1),
             batch_size: usize::from(config.execution.batch_size).max(1),
             pvalue: options.pvalue,

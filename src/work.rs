@@ -75,6 +75,24 @@ impl WorkSplit {
         }
     }
 
+    /// Pairs over all partitions (for progress displays).
+    pub fn total_pairs(&self) -> u64 {
+        match self {
+            WorkSplit::Tiles { grid, .. } => grid.total_pairs(),
+            WorkSplit::Anchors { parts, anchor_i } => {
+                let genes = anchor_i.len();
+                parts
+                    .iter()
+                    .flatten()
+                    .map(|&(g, side)| match side {
+                        Side::I => (genes - 1 - g as usize) as u64,
+                        Side::J => anchor_i[..g as usize].iter().filter(|&&x| !x).count() as u64,
+                    })
+                    .sum()
+            }
+        }
+    }
+
     /// A cursor over partition `p`'s pairs, in blocks of up to `block_cols` columns.
     pub fn cursor(&self, p: usize, block_cols: usize) -> PairCursor {
         let walk = match self {

@@ -9,5 +9,6 @@ mod kernels;
 mod layouts;
 mod missing;
 mod pvalues;
+mod shell;
 mod sql;
 mod sql_examples;
