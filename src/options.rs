@@ -2,8 +2,11 @@
 
 use std::fmt;
 
-use datafusion::common::config::{ConfigExtension, ConfigField, ConfigOptions, Visit};
-use datafusion::common::extensions_options;
+use std::any::Any;
+
+use datafusion::common::config::{
+    ConfigEntry, ConfigExtension, ConfigField, ConfigOptions, ExtensionOptions, Visit,
+};
 use datafusion::error::{DataFusionError, Result};
 
 use crate::input::{Layout, MissingValues};
@@ -21,35 +24,115 @@ pub const DEFAULT_TILE_SIZE: usize = 256;
 /// Default of `kendall.memory_limit`: 4 GiB.
 pub const DEFAULT_MEMORY_LIMIT: usize = 4 << 30;
 
-extensions_options! {
-    /// Options of `kendall_all_pairs`, read when a query is planned.
-    ///
-    /// Register them with [`crate::register`]; change them with SQL
-    /// (`SET kendall.variant = 'a'`).
-    pub struct KendallOptions {
-        /// Coefficient: 'b' (tau-b, tie-corrected, the default), 'a' (tau-a) or 'c' (Stuart's tau-c).
-        pub variant: Variant, default = Variant::B
-        /// Kernel: 'auto' (the fastest for the data), 'naive', 'gse', 'vse' or 'bitset'.
-        pub kernel: KernelChoice, default = KernelChoice::Auto
-        /// Instruction set of the SIMD kernels: 'auto', 'avx512', 'avx2' or 'scalar'.
-        pub simd: SimdChoice, default = SimdChoice::Auto
-        /// Edge of a square tile of the gene × gene job matrix, in genes.
-        pub tile_size: TileSize, default = TileSize(DEFAULT_TILE_SIZE)
-        /// Bytes the per-query kernel data (the bit-planes) may take: a whole number of bytes, or with a unit (e.g. '512MiB', '4GiB', '2G'; K, M, G, T and KiB..TiB are powers of 1024, KB..TB of 1000).
-        pub memory_limit: ByteSize, default = ByteSize(DEFAULT_MEMORY_LIMIT)
-        /// Input layout: 'genes_as_rows', 'genes_as_columns' or 'long'.
-        pub layout: Layout, default = Layout::GenesAsRows
-        /// p-value method: 'auto' (scipy's rule), 'asymptotic' or 'exact'.
-        pub pvalue: PValueMethod, default = PValueMethod::Auto
-        /// Null and NaN values: 'pairwise' (each pair uses the samples both genes have) or 'error'.
-        pub missing: MissingValues, default = MissingValues::Pairwise
-        /// Pairs with fewer complete samples than this get NULL tau and p_value (pandas' min_periods).
-        pub min_periods: MinPeriods, default = MinPeriods(1)
-    }
+/// Declares [`KendallOptions`]: what DataFusion's `extensions_options!`
+/// does, except that [`ExtensionOptions::entries`] names each option with its
+/// `kendall.` prefix. DataFusion's macro lists them bare (`tile_size`), so
+/// `SHOW ALL` and `information_schema.df_settings` showed names that `SET`
+/// does not take, and `SHOW kendall.tile_size` was refused.
+macro_rules! kendall_options {
+    ($($(#[doc = $doc:literal])* $name:ident: $ty:ty = $default:expr,)*) => {
+        /// Options of `kendall_all_pairs`, read when a query is planned.
+        ///
+        /// Register them with [`crate::register`]; change them with SQL
+        /// (`SET kendall.variant = 'a'`); list them with `SHOW ALL VERBOSE`.
+        #[derive(Debug, Clone)]
+        #[non_exhaustive]
+        pub struct KendallOptions {
+            $($(#[doc = $doc])* pub $name: $ty,)*
+        }
+
+        impl Default for KendallOptions {
+            fn default() -> Self {
+                KendallOptions { $($name: $default,)* }
+            }
+        }
+
+        impl ConfigField for KendallOptions {
+            fn set(&mut self, key: &str, value: &str) -> Result<()> {
+                match key {
+                    $(stringify!($name) => self.$name.set("", value),)*
+                    _ => Err(DataFusionError::Configuration(format!(
+                        "unknown option 'kendall.{key}'; the options are {}",
+                        [$(concat!("kendall.", stringify!($name))),*].join(", ")
+                    ))),
+                }
+            }
+
+            fn visit<V: Visit>(&self, v: &mut V, prefix: &str, _description: &'static str) {
+                $(
+                    let key = format!("{prefix}.{}", stringify!($name));
+                    self.$name.visit(v, &key, concat!($($doc),*).trim());
+                )*
+            }
+        }
+    };
+}
+
+kendall_options! {
+    /// Coefficient: 'b' (tau-b, tie-corrected, the default), 'a' (tau-a) or 'c' (Stuart's tau-c).
+    variant: Variant = Variant::B,
+    /// Kernel: 'auto' (the fastest for the data), 'naive', 'gse', 'vse' or 'bitset'.
+    kernel: KernelChoice = KernelChoice::Auto,
+    /// Instruction set of the SIMD kernels: 'auto', 'avx512', 'avx2' or 'scalar'.
+    simd: SimdChoice = SimdChoice::Auto,
+    /// Edge of a square tile of the gene × gene job matrix, in genes.
+    tile_size: TileSize = TileSize(DEFAULT_TILE_SIZE),
+    /// Bytes the per-query kernel data (the bit-planes) may take: a whole number of bytes, or with a unit (e.g. '512MiB', '4GiB', '2G'; K, M, G, T and KiB..TiB are powers of 1024, KB..TB of 1000).
+    memory_limit: ByteSize = ByteSize(DEFAULT_MEMORY_LIMIT),
+    /// Input layout: 'genes_as_rows', 'genes_as_columns' or 'long'.
+    layout: Layout = Layout::GenesAsRows,
+    /// p-value method: 'auto' (scipy's rule), 'asymptotic' or 'exact'.
+    pvalue: PValueMethod = PValueMethod::Auto,
+    /// Null and NaN values: 'pairwise' (each pair uses the samples both genes have) or 'error'.
+    missing: MissingValues = MissingValues::Pairwise,
+    /// Pairs with fewer complete samples than this get NULL tau and p_value (pandas' min_periods).
+    min_periods: MinPeriods = MinPeriods(1),
 }
 
 impl ConfigExtension for KendallOptions {
     const PREFIX: &'static str = "kendall";
+}
+
+impl ExtensionOptions for KendallOptions {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+
+    fn cloned(&self) -> Box<dyn ExtensionOptions> {
+        Box::new(self.clone())
+    }
+
+    fn set(&mut self, key: &str, value: &str) -> Result<()> {
+        ConfigField::set(self, key, value)
+    }
+
+    fn entries(&self) -> Vec<ConfigEntry> {
+        /// Collects every option as a `kendall.`-prefixed entry.
+        struct Entries(Vec<ConfigEntry>);
+        impl Visit for Entries {
+            fn some<V: fmt::Display>(&mut self, key: &str, value: V, description: &'static str) {
+                self.0.push(ConfigEntry {
+                    key: key.to_string(),
+                    value: Some(value.to_string()),
+                    description,
+                })
+            }
+            fn none(&mut self, key: &str, description: &'static str) {
+                self.0.push(ConfigEntry {
+                    key: key.to_string(),
+                    value: None,
+                    description,
+                })
+            }
+        }
+        let mut entries = Entries(Vec::new());
+        self.visit(&mut entries, Self::PREFIX, "");
+        entries.0
+    }
 }
 
 impl KendallOptions {
@@ -199,7 +282,15 @@ mod tests {
         assert_eq!(ByteSize::parse("1.5 MiB"), Some(3 << 19));
         assert_eq!(ByteSize::parse("3KB"), Some(3000));
         assert_eq!(ByteSize::parse("7B"), Some(7));
-        for bad in ["-5", "1e3", "", "GB", "4 parsecs", "1.5", "99999999999999999999"] {
+        for bad in [
+            "-5",
+            "1e3",
+            "",
+            "GB",
+            "4 parsecs",
+            "1.5",
+            "99999999999999999999",
+        ] {
             assert_eq!(ByteSize::parse(bad), None, "{bad}");
         }
     }
@@ -208,7 +299,10 @@ mod tests {
     fn options_are_refused_by_name() {
         let mut t = TileSize(5);
         let err = t.set("", "0").unwrap_err().to_string();
-        assert!(err.contains("kendall.tile_size must be a whole number >= 1, got '0'"), "{err}");
+        assert!(
+            err.contains("kendall.tile_size must be a whole number >= 1, got '0'"),
+            "{err}"
+        );
         assert!(t.set("", "-5").is_err());
         assert!(t.set("", "1e3").is_err());
         t.set("", " 64 ").unwrap();
@@ -216,11 +310,17 @@ mod tests {
         let mut m = MinPeriods(1);
         m.set("", "0").unwrap();
         let err = m.set("", "-1").unwrap_err().to_string();
-        assert!(err.contains("kendall.min_periods must be a whole number >= 0"), "{err}");
+        assert!(
+            err.contains("kendall.min_periods must be a whole number >= 0"),
+            "{err}"
+        );
         assert_eq!(m.get(), 0);
         let mut b = ByteSize(0);
         let err = b.set("", "4 parsecs").unwrap_err().to_string();
-        assert!(err.contains("kendall.memory_limit must be a size in bytes"), "{err}");
+        assert!(
+            err.contains("kendall.memory_limit must be a size in bytes"),
+            "{err}"
+        );
         assert!(err.contains("'4 parsecs'"), "{err}");
     }
 }

@@ -135,40 +135,76 @@ fn is_string(dt: &DataType) -> bool {
     )
 }
 
-/// `a, b, c`: the column names of `schema`.
+/// How many names an error message lists before "and N more".
+const LISTED_NAMES: usize = 8;
+
+/// `a, b, c`, or `a, b, …, h and 19,992 more` past [`LISTED_NAMES`]: a
+/// single-cell matrix has tens of thousands of columns, and an error message
+/// that lists them all buries the message itself.
+pub(crate) fn short_list<I>(names: I) -> String
+where
+    I: IntoIterator,
+    I::Item: std::fmt::Display,
+{
+    let mut shown = Vec::with_capacity(LISTED_NAMES);
+    let mut rest = 0usize;
+    for name in names {
+        if shown.len() < LISTED_NAMES {
+            shown.push(name.to_string());
+        } else {
+            rest += 1;
+        }
+    }
+    let mut list = shown.join(", ");
+    if rest > 0 {
+        list.push_str(&format!(" and {rest} more"));
+    }
+    list
+}
+
+/// The column names of `schema`, shortened by [`short_list`].
 fn column_list(schema: &SchemaRef) -> String {
-    schema
-        .fields()
+    short_list(schema.fields().iter().map(|f| f.name()))
+}
+
+/// Where two schemas first differ (`None` if they do not), for an error
+/// message short enough to read when a schema has tens of thousands of columns.
+fn schema_difference(a: &SchemaRef, b: &SchemaRef) -> Option<String> {
+    let describe =
+        |f: &datafusion::arrow::datatypes::FieldRef| format!("{}: {}", f.name(), f.data_type());
+    let (fa, fb) = (a.fields(), b.fields());
+    match fa
         .iter()
-        .map(|f| f.name().as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+        .zip(fb.iter())
+        .position(|(x, y)| describe(x) != describe(y))
+    {
+        Some(i) => Some(format!(
+            "column {} is ({}) in the first and ({}) in the other",
+            i + 1,
+            describe(&fa[i]),
+            describe(&fb[i])
+        )),
+        None if fa.len() != fb.len() => Some(format!("{} columns vs {}", fa.len(), fb.len())),
+        None => None,
+    }
 }
 
 /// The schema of `files` and their total rows, each footer read once;
 /// refuses a directory whose files do not share the first file's schema.
 fn read_footers(files: &[PathBuf]) -> Result<(SchemaRef, usize)> {
-    let describe = |s: &SchemaRef| {
-        s.fields()
-            .iter()
-            .map(|f| format!("{}: {}", f.name(), f.data_type()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let mut first: Option<(SchemaRef, String)> = None;
+    let mut first: Option<SchemaRef> = None;
     let mut rows = 0usize;
     for file in files {
         let reader = open_parquet(file)?;
         rows += usize::try_from(reader.metadata().file_metadata().num_rows()).unwrap_or(0);
         let schema = reader.schema();
         match &first {
-            None => first = Some((Arc::clone(schema), describe(schema))),
-            Some((_, expected)) => {
-                let got = describe(schema);
-                if got != *expected {
+            None => first = Some(Arc::clone(schema)),
+            Some(expected) => {
+                if let Some(difference) = schema_difference(expected, schema) {
                     return Err(plan_error(format!(
-                        "'{}' and '{}' have different schemas ({expected}) vs ({got}); all files \
-                         of a directory must share one schema",
+                        "'{}' and '{}' have different schemas ({difference}); all files of a \
+                         directory must share one schema",
                         files[0].display(),
                         file.display(),
                     )));
@@ -176,7 +212,7 @@ fn read_footers(files: &[PathBuf]) -> Result<(SchemaRef, usize)> {
             }
         }
     }
-    let (schema, _) = first.ok_or_else(|| plan_error("no Parquet file to read".to_string()))?;
+    let schema = first.ok_or_else(|| plan_error("no Parquet file to read".to_string()))?;
     Ok((schema, rows))
 }
 

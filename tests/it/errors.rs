@@ -309,3 +309,157 @@ async fn directories_and_integer_samples() {
     let msg = error_for(dir.path()).await;
     assert_contains(&msg, &["different schemas", "part-2.parquet"]);
 }
+
+#[tokio::test]
+async fn long_column_lists_are_cut() {
+    // A single-cell-sized schema: 20,000 numeric columns and no gene column.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cells.parquet");
+    let columns: Vec<(String, Arc<dyn Array>)> = (0..20_000)
+        .map(|c| (format!("cell_{c}"), floats(&[Some(c as f64)])))
+        .collect();
+    write_parquet(
+        &path,
+        &batch(
+            columns
+                .iter()
+                .map(|(n, a)| (n.as_str(), Arc::clone(a)))
+                .collect(),
+        ),
+    );
+    let msg = error_for(&path).await;
+    assert_contains(
+        &msg,
+        &[
+            "has no string column",
+            "cell_0, cell_1",
+            "cell_7 and 19992 more",
+        ],
+    );
+    assert!(!msg.contains("cell_8,"), "{msg}");
+    assert!(msg.len() < 600, "{} bytes: {msg}", msg.len());
+
+    // Two files of a directory that differ far into their schemas: the
+    // message names the first difference, not both schemas in full.
+    let dir = tempfile::tempdir().unwrap();
+    let wide = |last: &str| {
+        let mut cols: Vec<(String, Arc<dyn Array>)> =
+            vec![("gene".to_string(), genes(&[Some("A")]))];
+        cols.extend((0..5_000).map(|c| (format!("s{c}"), floats(&[Some(1.0)]))));
+        cols.push((last.to_string(), floats(&[Some(1.0)])));
+        cols
+    };
+    for (file, last) in [("part-1.parquet", "s_last"), ("part-2.parquet", "s_other")] {
+        let cols = wide(last);
+        write_parquet(
+            &dir.path().join(file),
+            &batch(
+                cols.iter()
+                    .map(|(n, a)| (n.as_str(), Arc::clone(a)))
+                    .collect(),
+            ),
+        );
+    }
+    let msg = error_for(dir.path()).await;
+    assert_contains(
+        &msg,
+        &[
+            "different schemas",
+            "column 5002",
+            "s_last: Float64",
+            "s_other: Float64",
+        ],
+    );
+    assert!(msg.len() < 600, "{} bytes: {msg}", msg.len());
+}
+
+#[tokio::test]
+async fn option_values_are_checked_and_named() {
+    for (sql, needles) in [
+        (
+            "SET kendall.tile_size = 0",
+            &["kendall.tile_size must be a whole number >= 1, got '0'"][..],
+        ),
+        (
+            "SET kendall.tile_size = -5",
+            &["kendall.tile_size", "'-5'", ">= 1"],
+        ),
+        (
+            "SET kendall.tile_size = 1e3",
+            &["kendall.tile_size", "'1e3'"],
+        ),
+        (
+            "SET kendall.min_periods = -1",
+            &["kendall.min_periods", ">= 0", "'-1'"],
+        ),
+        (
+            "SET kendall.memory_limit = '4 parsecs'",
+            &["kendall.memory_limit", "'4 parsecs'", "GiB"],
+        ),
+        (
+            "SET kendall.no_such_option = 1",
+            &["kendall.no_such_option", "kendall.tile_size"],
+        ),
+    ] {
+        assert_contains(&error_of(sql).await, needles);
+    }
+    // Accepted forms, read back through information_schema under their
+    // full names (what SHOW ALL lists and SHOW takes).
+    let config = datafusion_kendall::with_kendall_options(
+        datafusion::prelude::SessionConfig::new().with_information_schema(true),
+    );
+    let ctx = datafusion::prelude::SessionContext::new_with_config(config);
+    datafusion_kendall::register(&ctx).unwrap();
+    for (set, name, value) in [
+        (
+            "SET kendall.memory_limit = '4GB'",
+            "kendall.memory_limit",
+            "4000000000",
+        ),
+        (
+            "SET kendall.memory_limit = '512MiB'",
+            "kendall.memory_limit",
+            "536870912",
+        ),
+        ("SET kendall.tile_size = 64", "kendall.tile_size", "64"),
+        ("SET kendall.min_periods = 0", "kendall.min_periods", "0"),
+    ] {
+        run(&ctx, set).await.unwrap();
+        let batches = run(&ctx, &format!("SHOW {name}")).await.unwrap();
+        let shown = datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap()
+            .to_string();
+        assert!(
+            shown.contains(&format!("| {name} | {value} ")),
+            "{set}: {shown}"
+        );
+    }
+    let batches = run(
+        &ctx,
+        "SELECT name, description FROM information_schema.df_settings \
+         WHERE name LIKE 'kendall.%' ORDER BY name",
+    )
+    .await
+    .unwrap();
+    let names: Vec<String> = batches
+        .iter()
+        .flat_map(|b| {
+            let col = b.column(0).as_string::<i32>().clone();
+            (0..col.len()).map(move |i| col.value(i).to_string())
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "kendall.kernel",
+            "kendall.layout",
+            "kendall.memory_limit",
+            "kendall.min_periods",
+            "kendall.missing",
+            "kendall.pvalue",
+            "kendall.simd",
+            "kendall.tile_size",
+            "kendall.variant"
+        ]
+    );
+}

@@ -13,6 +13,7 @@
 //! first rows of a large result shown as soon as they are there.
 
 mod args;
+mod export;
 mod print;
 mod progress;
 mod repl;
@@ -20,13 +21,14 @@ mod repl;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 use datafusion::error::DataFusionError;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::execute_stream;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use datafusion::sql::parser::DFParser;
+use datafusion::sql::parser::{DFParser, Statement as DFStatement};
+use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
 use futures::StreamExt;
 
 use args::{Args, Format, Parsed, Source, USAGE};
@@ -126,6 +128,21 @@ impl Stop {
     }
 }
 
+/// Whether `statement` lists settings or schema (`SHOW ...`, `DESCRIBE`).
+fn is_listing(statement: &DFStatement) -> bool {
+    match statement {
+        DFStatement::Statement(s) => matches!(
+            **s,
+            SqlStatement::ShowVariable { .. }
+                | SqlStatement::ShowTables { .. }
+                | SqlStatement::ShowColumns { .. }
+                | SqlStatement::ShowFunctions { .. }
+                | SqlStatement::ExplainTable { .. }
+        ),
+        _ => false,
+    }
+}
+
 /// A session and how to print its results.
 pub struct Shell {
     ctx: SessionContext,
@@ -151,19 +168,34 @@ impl Shell {
     pub async fn run(&self, sql: &str) -> Result<(), Stop> {
         let statements = DFParser::parse_sql(sql).map_err(DataFusionError::from)?;
         for statement in statements {
-            tokio::select! {
-                result = self.run_statement(statement) => result?,
-                _ = tokio::signal::ctrl_c() => return Err(Stop::Interrupted),
+            let copy_target = export::local_copy_target(&statement);
+            let started = SystemTime::now();
+            let result = tokio::select! {
+                result = self.run_statement(statement) => result,
+                _ = tokio::signal::ctrl_c() => Err(Stop::Interrupted),
+            };
+            if result.is_err()
+                && let Some(target) = copy_target
+            {
+                // The writer tasks end as their query is dropped; give a file
+                // being created a moment to appear, then remove what it wrote.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                export::remove_partial_output(&target, started);
             }
+            result?;
         }
         Ok(())
     }
 
-    async fn run_statement(
-        &self,
-        statement: datafusion::sql::parser::Statement,
-    ) -> Result<(), Stop> {
+    async fn run_statement(&self, statement: DFStatement) -> Result<(), Stop> {
         let started = Instant::now();
+        // Settings and schemas are shown whole: the cap is for query results,
+        // and `kendall.*` sorts after the 150-odd `datafusion.*` settings.
+        let maxrows = if is_listing(&statement) {
+            None
+        } else {
+            self.maxrows
+        };
         let plan = self.ctx.state().statement_to_plan(statement).await?;
         // COPY and INSERT answer with a count table, which -q hides.
         let counts = matches!(plan, LogicalPlan::Copy(_) | LogicalPlan::Dml(_));
@@ -185,7 +217,7 @@ impl Shell {
                 stream,
                 Arc::clone(&schema),
                 self.format,
-                self.maxrows,
+                maxrows,
                 progress.as_ref(),
                 &mut out,
             )
