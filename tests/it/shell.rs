@@ -184,7 +184,7 @@ fn shell_commands_and_settings() {
 
 #[test]
 fn ctrl_c_cancels_a_command_and_says_so() {
-    let mut child = shell(&["-p", "1", "-c", &slow_sql()])
+    let child = shell(&["-p", "1", "-c", &slow_sql()])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -210,7 +210,7 @@ fn interrupted_or_failed_exports_leave_no_file() {
             demo(),
             target.display()
         );
-        let mut child = shell(&["-p", "1", "-c", &copy])
+        let child = shell(&["-p", "1", "-c", &copy])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
