@@ -167,12 +167,12 @@ async fn memory_is_reserved_while_used_and_released_by_the_last_partition() {
         );
     }
     // At least the values and the ranks and orders were held at once.
-    let bytes = (genes * samples) as usize;
+    let bytes = genes * samples;
     assert!(pool.peak.load(Ordering::Relaxed) >= bytes * 8 + bytes * 8);
     // When the planes are first reserved, the values are released.
     let first_planes = events
         .iter()
-        .position(|e| &e.0 == &planes && e.1 > 0)
+        .position(|e| e.0 == planes && e.1 > 0)
         .unwrap();
     assert_eq!(pool.held_by(&values, first_planes), 0, "{events:?}");
     assert!(pool.held_by(&ranks, first_planes) >= (bytes * 8) as i64);
@@ -236,13 +236,8 @@ async fn bitset_planes_fit_in_what_the_pool_grants() {
         path.display()
     );
     let counted = run(&ctx, &count).await.unwrap();
-    assert_eq!(
-        pretty_format_batches(&counted)
-            .unwrap()
-            .to_string()
-            .contains("1999"),
-        true
-    );
+    let counted = pretty_format_batches(&counted).unwrap().to_string();
+    assert!(counted.contains("1999"), "{counted}");
     let msg = error(&ctx, &format!("SET kendall.kernel = 'bitset'; {sql}")).await;
     assert_contains(
         &msg,

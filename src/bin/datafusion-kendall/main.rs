@@ -149,7 +149,7 @@ impl Shell {
     /// Runs every statement of `sql` in order, printing each result; Ctrl-C
     /// cancels the statement running (dropping its stream stops the query).
     pub async fn run(&self, sql: &str) -> Result<(), Stop> {
-        let statements = DFParser::parse_sql(sql).map_err(DataFusionError::from)?;
+        let statements = DFParser::parse_sql(sql)?;
         for statement in statements {
             tokio::select! {
                 result = self.run_statement(statement) => result?,
