@@ -489,6 +489,24 @@ mod tests {
         assert_eq!(m.n0(), 10);
     }
 
+    /// Equal f64s of different integers (residuals) are distinct values;
+    /// the reservation ends holding exactly the matrix's heap bytes.
+    #[test]
+    fn residuals_break_f64_ties_exactly() {
+        let big = 2f64.powi(53);
+        let values = [big, big, big, 1.0, big, big];
+        let residuals = [1, 0, -1, 0, 0, 1];
+        let mut reservation = QueryMemory::unbounded("x").reserve("ranks", 0).unwrap();
+        let m = RankedMatrix::try_build(1, 6, &values, &residuals, &mut reservation).unwrap();
+        assert_eq!(m.ranks(0), &[3, 2, 1, 0, 2, 3]);
+        assert_eq!(m.tie_pairs(0), 2);
+        assert_eq!(m.distinct(0), 4);
+        assert_eq!(reservation.size(), m.heap_bytes());
+        // Without residuals, the five values near 2^53 are one tie group.
+        let flat = RankedMatrix::from_values(1, 6, &values);
+        assert_eq!(flat.ranks(0), &[1, 1, 1, 0, 1, 1]);
+    }
+
     #[test]
     fn missing_values_rank_last_and_stats_skip_them() {
         let nan = f64::NAN;
