@@ -38,7 +38,6 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
 use futures::{Stream, TryStreamExt};
-use tokio::sync::OnceCell;
 
 use crate::filter::TauPredicate;
 use crate::gene_filter::{GenePredicate, ResolvedGenes};
@@ -47,6 +46,7 @@ use crate::kernel::bitset::BitPlanes;
 use crate::kernel::isa::Isa;
 use crate::kernel::pvalue::{PValueMethod, PValues};
 use crate::kernel::{KernelKind, PairKernel, PairNumerator, Variant, tau};
+use crate::memory::{PerQuery, QueryMemory, Reservation};
 use crate::table::output_schema;
 use crate::work::{PairCursor, WorkSplit};
 
@@ -100,6 +100,9 @@ struct Prepared {
     gene_filter: Option<ResolvedGenes>,
     /// p-value tables, when the query reads `p_value`.
     pvalues: Option<PValues>,
+    /// Memory pool reservations of the ranks and of the planes, released
+    /// with them.
+    _reserved: [Reservation; 2],
 }
 
 /// The execution plan node of `kendall_all_pairs`.
@@ -108,7 +111,10 @@ pub struct KendallExec {
     spec: Arc<InputSpec>,
     config: ScanConfig,
     projection: Vec<usize>,
-    prepared: Arc<OnceCell<Arc<Prepared>>>,
+    /// Built by the first partition, released by the last (see [`PerQuery`]).
+    prepared: Arc<PerQuery<Prepared>>,
+    /// Pairs the scan computes, once known.
+    total_pairs: Arc<std::sync::OnceLock<u64>>,
     metrics: ExecutionPlanMetricsSet,
     properties: Arc<PlanProperties>,
 }
@@ -131,9 +137,10 @@ impl KendallExec {
         .with_scheduling_type(SchedulingType::Cooperative);
         Ok(Self {
             spec,
+            prepared: Arc::new(PerQuery::new(config.partitions)),
             config,
             projection,
-            prepared: Arc::new(OnceCell::new()),
+            total_pairs: Arc::new(std::sync::OnceLock::new()),
             metrics: ExecutionPlanMetricsSet::new(),
             properties: Arc::new(properties),
         })
@@ -153,7 +160,7 @@ impl KendallExec {
             .clone_inner()
             .sum_by_name("pairs_computed")
             .map_or(0, |m| m.as_usize() as u64);
-        let total = self.prepared.get().map(|p| p.work.total_pairs());
+        let total = self.total_pairs.get().copied();
         Progress { done, total }
     }
 
@@ -201,14 +208,35 @@ pub fn plan_progress(plan: &Arc<dyn ExecutionPlan>) -> Option<Progress> {
 }
 
 /// Reads, validates and ranks the input; splits the tiles into partitions.
-fn prepare(spec: &InputSpec, config: &ScanConfig, wants_p: bool) -> Result<Prepared> {
-    let loaded = input::load(spec)?;
+/// Values, ranks and planes are reserved in `memory` before they are built.
+fn prepare(
+    spec: &InputSpec,
+    config: &ScanConfig,
+    wants_p: bool,
+    memory: &QueryMemory,
+) -> Result<Prepared> {
+    let loaded = input::load(spec, memory)?;
     let gene_ids = loaded.genes.clone();
     let genes = gene_ids.len();
-    let matrix = RankedMatrix::from_values(genes, loaded.samples, &loaded.values);
-    // The values are no longer needed once ranked (unless the spec keeps them).
+    let shape = format!("{genes} genes x {} samples", loaded.samples);
+    let mut ranks_memory = memory.reserve(&format!("ranks and sample orders ({shape})"), 0)?;
+    let matrix = RankedMatrix::try_build(
+        genes,
+        loaded.samples,
+        &loaded.values,
+        &loaded.residuals,
+        &mut ranks_memory,
+    )?;
+    // The values (and their reservation) are no longer needed once ranked.
     drop(loaded);
-    let planes = (config.kernel == KernelKind::Bitset).then(|| Arc::new(BitPlanes::build(&matrix)));
+    let mut planes_memory = memory.reserve(&format!("bit-planes ({shape})"), 0)?;
+    let planes = if config.kernel == KernelKind::Bitset {
+        let bytes = crate::kernel::bitset::plane_bytes(genes, matrix.samples());
+        planes_memory.try_grow(usize::try_from(bytes).unwrap_or(usize::MAX))?;
+        Some(Arc::new(BitPlanes::try_build(&matrix)?))
+    } else {
+        None
+    };
     let positions = |names: &BTreeSet<String>| -> Vec<u32> {
         let mut found: Vec<u32> = (0..genes)
             .filter(|&g| names.contains(gene_ids.value(g)))
@@ -235,6 +263,7 @@ fn prepare(spec: &InputSpec, config: &ScanConfig, wants_p: bool) -> Result<Prepa
         work,
         gene_filter,
         pvalues,
+        _reserved: [ranks_memory, planes_memory],
     })
 }
 
@@ -319,7 +348,7 @@ impl ExecutionPlan for KendallExec {
     fn execute(
         &self,
         partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         if partition >= self.config.partitions {
             return Err(DataFusionError::Internal(format!(
@@ -333,6 +362,8 @@ impl ExecutionPlan for KendallExec {
         let config = self.config.clone();
         let projection = self.projection.clone();
         let wants_p = self.wants_p_value();
+        let memory = QueryMemory::new(Arc::clone(context.memory_pool()), &self.spec.path);
+        let total_pairs = Arc::clone(&self.total_pairs);
         let metrics = StreamMetrics::new(&self.metrics, partition);
         let stream_schema = Arc::clone(&schema);
         let start = async move {
@@ -340,10 +371,13 @@ impl ExecutionPlan for KendallExec {
                 .get_or_try_init(|| {
                     let (spec, config) = (Arc::clone(&spec), config.clone());
                     async move {
-                        tokio::task::spawn_blocking(move || prepare(&spec, &config, wants_p))
-                            .await
-                            .map_err(|e| DataFusionError::External(Box::new(e)))?
-                            .map(Arc::new)
+                        let prepared = tokio::task::spawn_blocking(move || {
+                            prepare(&spec, &config, wants_p, &memory)
+                        })
+                        .await
+                        .map_err(|e| DataFusionError::External(Box::new(e)))??;
+                        let _ = total_pairs.set(prepared.work.total_pairs());
+                        Ok(Arc::new(prepared))
                     }
                 })
                 .await?;
@@ -352,7 +386,7 @@ impl ExecutionPlan for KendallExec {
             // steal them: yield once so they spread over the runtime.
             tokio::task::yield_now().await;
             PairStream::try_new(
-                Arc::clone(prepared),
+                prepared,
                 partition,
                 &config,
                 projection,

@@ -61,6 +61,7 @@ pub mod filter;
 pub mod gene_filter;
 pub mod input;
 pub mod kernel;
+pub mod memory;
 pub mod options;
 pub mod table;
 pub mod tiles;

@@ -77,7 +77,7 @@ kendall_options! {
     simd: SimdChoice = SimdChoice::Auto,
     /// Edge of a square tile of the gene × gene job matrix, in genes.
     tile_size: TileSize = TileSize(DEFAULT_TILE_SIZE),
-    /// Bytes the per-query kernel data (the bit-planes) may take: a whole number of bytes, or with a unit (e.g. '512MiB', '4GiB', '2G'; K, M, G, T and KiB..TiB are powers of 1024, KB..TB of 1000).
+    /// Bytes the per-query kernel data (the bit-planes) may take, at most what DataFusion's memory pool can grant besides the ranks: a whole number of bytes, or with a unit (e.g. '512MiB', '4GiB', '2G'; K, M, G, T and KiB..TiB are powers of 1024, KB..TB of 1000).
     memory_limit: ByteSize = ByteSize(DEFAULT_MEMORY_LIMIT),
     /// Input layout: 'genes_as_rows', 'genes_as_columns' or 'long'.
     layout: Layout = Layout::GenesAsRows,

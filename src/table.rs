@@ -13,8 +13,9 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::exec::{KendallExec, ScanConfig};
 use crate::filter::{P_VALUE, TAU, TauPredicate};
 use crate::gene_filter::GenePredicate;
-use crate::input::{FN_NAME, InputSpec};
+use crate::input::{FN_NAME, InputSpec, RankedMatrix};
 use crate::kernel::{KernelKind, bitset};
+use crate::memory;
 use crate::options::KendallOptions;
 
 /// The output schema: `gene_i`, `gene_j` (non-null strings), `tau` and
@@ -102,7 +103,13 @@ impl TableProvider for KendallTable {
             .filter_map(GenePredicate::from_expr)
             .reduce(GenePredicate::and);
         let (genes, samples) = (self.spec.genes, self.spec.samples);
-        let memory_limit = options.memory_limit.bytes() as u64;
+        // Bit-planes may take kendall.memory_limit, and no more than the
+        // session's memory pool can grant besides the ranks they are built from.
+        let option_limit = options.memory_limit.bytes() as u64;
+        let ranks = RankedMatrix::fixed_bytes(genes, samples) as u64;
+        let pool_room = memory::pool_available(&state.runtime_env().memory_pool)
+            .map(|available| (available as u64).saturating_sub(ranks));
+        let memory_limit = pool_room.map_or(option_limit, |room| room.min(option_limit));
         let isa = options.simd.resolve()?;
         // Genes a gene-targeted query's pairs must touch (names; at most that many).
         let anchors = gene_predicate
@@ -114,10 +121,16 @@ impl TableProvider for KendallTable {
             .resolve(genes, samples, memory_limit, isa, anchors);
         let planes = bitset::plane_bytes(genes, samples);
         if kernel == KernelKind::Bitset && planes > memory_limit {
+            let over = match pool_room {
+                Some(room) if room < option_limit => format!(
+                    "over the {room} bytes DataFusion's memory pool can grant besides the {ranks} \
+                     bytes of ranks (datafusion.runtime.memory_limit)"
+                ),
+                _ => format!("over kendall.memory_limit = {option_limit}"),
+            };
             return plan_err!(
                 "{FN_NAME}: the bitset kernel needs {planes} bytes of bit-planes for {genes} genes x \
-                 {samples} samples, over kendall.memory_limit = {memory_limit}; raise the limit or \
-                 SET kendall.kernel = 'auto'"
+                 {samples} samples, {over}; raise the limit or SET kendall.kernel = 'auto'"
             );
         }
         let scan = ScanConfig {

@@ -3,18 +3,19 @@
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
-use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, StringArray};
-use datafusion::arrow::datatypes::{DataType, Float64Type, SchemaRef};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 
+use super::values::{NumericColumn, ValueBuffer};
 use super::{
-    Columns, ExpressionMatrix, InputSpec, MissingValues, checked_value, column_as, column_list,
+    Columns, ExpressionMatrix, InputSpec, MissingValues, changed_error, column_as, column_list,
     data_error, is_string, plan_error,
 };
+use crate::memory::try_filled;
 
 /// How the expression matrix is laid out (`SET kendall.layout = ...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,45 +106,61 @@ pub(super) fn inspect_columns(
         samples: rows,
         columns: Columns::GenesAsColumns { genes },
         missing,
-        prefetched: None,
     })
 }
 
-/// Reads a genes_as_columns input.
-pub(super) fn load_columns(spec: &InputSpec, genes: &[String]) -> Result<ExpressionMatrix> {
+/// Reads a genes_as_columns input into `values`; the rows read must be the
+/// samples the query was planned with (footer row counts), never fewer.
+pub(super) fn load_columns(
+    spec: &InputSpec,
+    genes: &[String],
+    mut values: ValueBuffer,
+) -> Result<ExpressionMatrix> {
     let n = spec.samples;
-    let mut values = vec![0.0f64; genes.len() * n];
+    values.grow_to(genes.len() * n)?;
     let mut row0 = 0usize;
     for file in &spec.files {
         let name = file.display();
         for batch in super::batches(file)? {
             let batch = batch?;
             if row0 + batch.num_rows() > n {
-                return Err(data_error(format!(
-                    "'{name}' has more rows than its metadata says"
-                )));
+                return Err(changed_error(
+                    spec,
+                    format!("more than {n} rows (samples)"),
+                    n.to_string(),
+                ));
             }
             for (g, gene) in genes.iter().enumerate() {
-                let column = column_as(&batch, gene, file, &DataType::Float64)?;
-                let column = column.as_primitive::<Float64Type>();
+                let column = NumericColumn::read(&batch, gene, file)?;
                 for r in 0..batch.num_rows() {
-                    values[g * n + row0 + r] = checked_value(column, r, spec.missing, || {
+                    let x = column.value(r, spec.missing, || {
                         format!("gene '{gene}' in row {} of '{name}'", row0 + r + 1)
                     })?;
+                    values.set(g * n + row0 + r, x)?;
                 }
             }
             row0 += batch.num_rows();
         }
     }
-    Ok(ExpressionMatrix {
-        genes: StringArray::from_iter_values(genes),
-        samples: n,
+    // Fewer rows than planned would leave samples at 0.0 as if measured.
+    if row0 != n {
+        return Err(changed_error(
+            spec,
+            format!("{row0} rows (samples)"),
+            n.to_string(),
+        ));
+    }
+    Ok(ExpressionMatrix::new(
+        StringArray::from_iter_values(genes),
+        n,
         values,
-    })
+    ))
 }
 
 /// Checks a long input: gene, sample and value columns, named by `names`
-/// or by default `gene`, `sample`, `value`; counts its genes and samples.
+/// or by default `gene`, `sample`, `value`; counts its genes and samples,
+/// and checks that there is one row for every (gene, sample), so that the
+/// genes × samples matrix is only ever allocated at the size of the data.
 pub(super) fn inspect_long(
     path: &str,
     files: Vec<PathBuf>,
@@ -191,135 +208,263 @@ pub(super) fn inspect_long(
             )));
         }
     }
-    // The gene and sample counts are only known after reading everything, so
-    // the matrix is built now and kept for execution: the file is read once.
-    let long = read_long(&files, [&gene, &sample, &value], missing)?;
-    if long.samples.len() < 2 {
+    // Only the ids are read now (the values when the query runs): how many
+    // genes and samples, and how many rows each gene has.
+    let ids = LongIds::count(&files, &gene, &sample)?;
+    let (genes, samples) = (ids.genes.len(), ids.samples.len());
+    if samples < 2 {
         return Err(plan_error(format!(
-            "'{file}' has {} distinct sample(s) in column '{sample}'; Kendall's tau needs at least 2",
-            long.samples.len()
+            "'{file}' has {samples} distinct sample(s) in column '{sample}'; Kendall's tau needs at least 2"
         )));
     }
-    let matrix = long_matrix(&files, path, long)?;
+    // Every gene must have every sample once: rows = genes × samples. A
+    // sparse file (a few samples per gene) fails here, before any matrix.
+    if let Some(g) = ids.rows_per_gene.iter().position(|&r| r != samples as u64) {
+        let problem = gene_problem(
+            &files,
+            path,
+            [&gene, &sample],
+            &ids.genes.names[g],
+            &ids.samples,
+        )?;
+        return Err(data_error(format!(
+            "{problem}; with layout 'long' every gene needs one row for every sample (a null \
+             value marks it missing), and '{path}' has {} rows for {genes} genes x {samples} \
+             samples ({} values)",
+            ids.rows,
+            genes as u128 * samples as u128
+        )));
+    }
     Ok(InputSpec {
         path: path.to_string(),
         files,
-        genes: matrix.genes.len(),
-        samples: matrix.samples,
+        genes,
+        samples,
         columns: Columns::Long {
             gene,
             sample,
             value,
         },
         missing,
-        prefetched: Some(Arc::new(matrix)),
     })
 }
 
-/// A long input, read and indexed.
-struct LongInput {
-    genes: Vec<String>,
-    samples: Vec<String>,
-    /// (gene index, sample index, value, file index, row in file)
-    values: Vec<(usize, usize, f64, usize, usize)>,
+/// Distinct ids of a long input, numbered in order of first appearance.
+#[derive(Debug, Default)]
+struct IdIndex {
+    index: HashMap<String, usize>,
+    names: Vec<String>,
 }
 
-fn read_long(
-    files: &[PathBuf],
-    [gene, sample, value]: [&str; 3],
-    missing: MissingValues,
-) -> Result<LongInput> {
-    let mut out = LongInput {
-        genes: Vec::new(),
-        samples: Vec::new(),
-        values: Vec::new(),
-    };
-    let mut gene_index: HashMap<String, usize> = HashMap::new();
-    let mut sample_index: HashMap<String, usize> = HashMap::new();
-    for (f, file) in files.iter().enumerate() {
-        let name = file.display();
-        let mut row0 = 0usize;
-        for batch in super::batches(file)? {
-            let batch = batch?;
-            let column = |c: &str, to: &DataType| column_as(&batch, c, file, to);
-            let genes = column(gene, &DataType::Utf8)?;
-            let genes = genes.as_string::<i32>();
-            let samples = column(sample, &DataType::Utf8)?;
-            let samples = samples.as_string::<i32>();
-            let values = column(value, &DataType::Float64)?;
-            let values = values.as_primitive::<Float64Type>();
-            for r in 0..batch.num_rows() {
-                let row = row0 + r + 1;
-                if genes.is_null(r) || samples.is_null(r) {
-                    let which = if genes.is_null(r) { gene } else { sample };
-                    return Err(data_error(format!(
-                        "null in column '{which}' in row {row} of '{name}'"
-                    )));
+impl IdIndex {
+    /// The number of `key`, given to it now if it is new.
+    fn number(&mut self, key: &str) -> usize {
+        if let Some(&k) = self.index.get(key) {
+            return k;
+        }
+        self.names.push(key.to_string());
+        self.index.insert(key.to_string(), self.names.len() - 1);
+        self.names.len() - 1
+    }
+
+    fn len(&self) -> usize {
+        self.names.len()
+    }
+}
+
+/// The ids of a long input and the rows of each gene.
+#[derive(Debug, Default)]
+struct LongIds {
+    genes: IdIndex,
+    samples: IdIndex,
+    rows: u64,
+    rows_per_gene: Vec<u64>,
+}
+
+impl LongIds {
+    /// Reads the gene and sample columns of `files` (not the values).
+    fn count(files: &[PathBuf], gene: &str, sample: &str) -> Result<Self> {
+        let mut ids = LongIds::default();
+        for file in files {
+            let mut row0 = 0usize;
+            for batch in super::batches_of(file, &[gene, sample])? {
+                let batch = batch?;
+                let (genes, samples) = id_columns(&batch, file, [gene, sample], row0)?;
+                for r in 0..batch.num_rows() {
+                    let g = ids.genes.number(genes.value(r));
+                    ids.samples.number(samples.value(r));
+                    if g == ids.rows_per_gene.len() {
+                        ids.rows_per_gene.push(0);
+                    }
+                    ids.rows_per_gene[g] += 1;
                 }
-                let index =
-                    |map: &mut HashMap<String, usize>, list: &mut Vec<String>, key: &str| {
-                        *map.entry(key.to_string()).or_insert_with(|| {
-                            list.push(key.to_string());
-                            list.len() - 1
-                        })
-                    };
-                let g = index(&mut gene_index, &mut out.genes, genes.value(r));
-                let s = index(&mut sample_index, &mut out.samples, samples.value(r));
-                let x = checked_value(values, r, missing, || {
-                    format!(
-                        "gene '{}', sample '{}' (row {row} of '{name}')",
-                        genes.value(r),
-                        samples.value(r)
-                    )
-                })?;
-                out.values.push((g, s, x, f, row));
+                ids.rows += batch.num_rows() as u64;
+                row0 += batch.num_rows();
+            }
+        }
+        Ok(ids)
+    }
+}
+
+/// The gene and sample id columns of a batch of a long input, as strings;
+/// a null id is an error naming its row (`row0` rows of the file precede
+/// the batch).
+fn id_columns(
+    batch: &RecordBatch,
+    file: &Path,
+    [gene, sample]: [&str; 2],
+    row0: usize,
+) -> Result<(StringArray, StringArray)> {
+    let genes = column_as(batch, gene, file, &DataType::Utf8)?
+        .as_string::<i32>()
+        .clone();
+    let samples = column_as(batch, sample, file, &DataType::Utf8)?
+        .as_string::<i32>()
+        .clone();
+    for (column, name) in [(&genes, gene), (&samples, sample)] {
+        if let Some(r) = (0..batch.num_rows()).find(|&r| column.is_null(r)) {
+            return Err(data_error(format!(
+                "null in column '{name}' in row {} of '{}'",
+                row0 + r + 1,
+                file.display()
+            )));
+        }
+    }
+    Ok((genes, samples))
+}
+
+/// What is wrong with gene `name` of a long input, whose rows are not one
+/// per sample: a sample given twice (both rows named), else a sample
+/// without a row. Reads the id columns again (only on this error path).
+fn gene_problem(
+    files: &[PathBuf],
+    path: &str,
+    [gene, sample]: [&str; 2],
+    name: &str,
+    samples: &IdIndex,
+) -> Result<String> {
+    let mut first: HashMap<usize, (usize, usize)> = HashMap::new();
+    for (f, file) in files.iter().enumerate() {
+        let mut row0 = 0usize;
+        for batch in super::batches_of(file, &[gene, sample])? {
+            let batch = batch?;
+            let (genes, sample_ids) = id_columns(&batch, file, [gene, sample], row0)?;
+            for r in 0..batch.num_rows() {
+                if genes.value(r) != name {
+                    continue;
+                }
+                let Some(&s) = samples.index.get(sample_ids.value(r)) else {
+                    continue;
+                };
+                let row = row0 + r + 1;
+                match first.entry(s) {
+                    Entry::Occupied(seen) => {
+                        let (f0, row_0) = *seen.get();
+                        return Ok(format!(
+                            "gene '{name}' has two values for sample '{}': row {row_0} of '{}' and row {row} of '{}'",
+                            samples.names[s],
+                            files[f0].display(),
+                            file.display()
+                        ));
+                    }
+                    Entry::Vacant(slot) => {
+                        slot.insert((f, row));
+                    }
+                }
             }
             row0 += batch.num_rows();
         }
     }
-    Ok(out)
+    Ok(match (0..samples.len()).find(|s| !first.contains_key(s)) {
+        Some(s) => format!(
+            "gene '{name}' has no value for sample '{}' in '{path}'",
+            samples.names[s]
+        ),
+        None => format!("gene '{name}' has not one row per sample in '{path}'"),
+    })
 }
 
-/// Turns the triples of a long input into a genes × samples matrix; every
-/// gene must have exactly one value for every sample.
-fn long_matrix(files: &[PathBuf], path: &str, long: LongInput) -> Result<ExpressionMatrix> {
-    let n = long.samples.len();
-    let mut values = vec![0.0f64; long.genes.len() * n];
-    let mut seen: HashMap<(usize, usize), (usize, usize)> = HashMap::new();
-    for &(g, s, x, f, row) in &long.values {
-        match seen.entry((g, s)) {
-            Entry::Occupied(first) => {
-                let (f0, row0) = *first.get();
-                return Err(data_error(format!(
-                    "gene '{}' has two values for sample '{}': row {row0} of '{}' and row {row} of '{}'",
-                    long.genes[g],
-                    long.samples[s],
-                    files[f0].display(),
-                    files[f].display()
-                )));
-            }
-            Entry::Vacant(slot) => {
-                slot.insert((f, row));
-            }
-        }
-        values[g * n + s] = x;
-    }
-    if seen.len() < values.len() {
-        for g in 0..long.genes.len() {
-            for s in 0..n {
-                if !seen.contains_key(&(g, s)) {
+/// Reads a long input into `values`: genes and samples numbered as when the
+/// query was planned, one value per (gene, sample). A (gene, sample) given
+/// twice, or data of another shape than planned, is an error; since the
+/// rows then equal genes × samples, every value is set.
+pub(super) fn load_long(
+    spec: &InputSpec,
+    [gene, sample, value]: [&str; 3],
+    mut values: ValueBuffer,
+) -> Result<ExpressionMatrix> {
+    let (m, n) = (spec.genes, spec.samples);
+    let cells = m * n;
+    values.grow_to(cells)?;
+    // One bit per (gene, sample): set when its row is read.
+    let words = cells.div_ceil(64);
+    values.reservation.try_grow(words * 8)?;
+    let mut seen = try_filled(words, 0u64, "bitmap of (gene, sample) rows")?;
+    let (mut genes, mut samples) = (IdIndex::default(), IdIndex::default());
+    let mut rows = 0usize;
+    let shape = |genes: usize, samples: usize, rows: usize| {
+        format!("{genes} genes x {samples} samples in {rows} rows")
+    };
+    for file in &spec.files {
+        let name = file.display();
+        let mut row0 = 0usize;
+        for batch in super::batches_of(file, &[gene, sample, value])? {
+            let batch = batch?;
+            let (gene_ids, sample_ids) = id_columns(&batch, file, [gene, sample], row0)?;
+            let column = NumericColumn::read(&batch, value, file)?;
+            for r in 0..batch.num_rows() {
+                let (g, s) = (
+                    genes.number(gene_ids.value(r)),
+                    samples.number(sample_ids.value(r)),
+                );
+                if g >= m || s >= n {
+                    return Err(changed_error(
+                        spec,
+                        format!("more than {m} genes x {n} samples"),
+                        format!("{m} genes x {n} samples"),
+                    ));
+                }
+                let cell = g * n + s;
+                if seen[cell / 64] >> (cell % 64) & 1 == 1 {
+                    let problem = gene_problem(
+                        &spec.files,
+                        &spec.path,
+                        [gene, sample],
+                        &genes.names[g],
+                        &samples,
+                    )?;
                     return Err(data_error(format!(
-                        "gene '{}' has no value for sample '{}' in '{}'; with layout 'long' every gene needs \
-                         a row for every sample (a null value marks it missing)",
-                        long.genes[g], long.samples[s], path
+                        "{problem}; with layout 'long' every gene needs one row for every sample"
                     )));
                 }
+                seen[cell / 64] |= 1 << (cell % 64);
+                let x = column.value(r, spec.missing, || {
+                    format!(
+                        "gene '{}', sample '{}' (row {} of '{name}')",
+                        gene_ids.value(r),
+                        sample_ids.value(r),
+                        row0 + r + 1
+                    )
+                })?;
+                values.set(cell, x)?;
             }
+            rows += batch.num_rows();
+            row0 += batch.num_rows();
         }
     }
-    Ok(ExpressionMatrix {
-        genes: StringArray::from_iter_values(&long.genes),
-        samples: n,
+    if (genes.len(), samples.len(), rows) != (m, n, cells) {
+        return Err(changed_error(
+            spec,
+            shape(genes.len(), samples.len(), rows),
+            format!("{m} genes x {n} samples"),
+        ));
+    }
+    drop(seen);
+    let kept = values.reservation.size() - words * 8;
+    values.reservation.shrink_to(kept);
+    Ok(ExpressionMatrix::new(
+        StringArray::from_iter_values(&genes.names),
+        n,
         values,
-    })
+    ))
 }

@@ -65,6 +65,16 @@ pub(super) fn checked_value(
             what()
         )));
     }
+    missing_value(null, missing, what)
+}
+
+/// A missing value (null, or NaN when `null` is false): NaN when `missing`
+/// is pairwise, else an error naming `what`.
+pub(super) fn missing_value(
+    null: bool,
+    missing: MissingValues,
+    what: impl Fn() -> String,
+) -> Result<f64> {
     match missing {
         MissingValues::Pairwise => Ok(f64::NAN),
         MissingValues::Error => Err(data_error(format!(

@@ -12,10 +12,12 @@
 mod layouts;
 mod missing;
 mod rank;
+mod values;
 
 pub use layouts::Layout;
 pub use missing::MissingValues;
 use missing::checked_value;
+use values::{NumericColumn, ValueBuffer};
 
 pub use rank::{MISSING_RANK, PairStats, RankedMatrix, VarianceTerms};
 
@@ -27,9 +29,12 @@ use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, StringBuilder};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Float64Type, SchemaRef};
+use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
+use datafusion::parquet::arrow::ProjectionMask;
 use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+use crate::memory::{QueryMemory, Reservation};
 
 /// Prefix of every user-facing error of this crate.
 pub(crate) const FN_NAME: &str = "kendall_all_pairs";
@@ -57,9 +62,6 @@ pub struct InputSpec {
     pub samples: usize,
     /// What a null or NaN value means.
     pub missing: MissingValues,
-    /// The matrix, when checking the input already had to read all of it
-    /// (the long layout), so that a query reads it once.
-    prefetched: Option<Arc<ExpressionMatrix>>,
 }
 
 /// The columns of each layout (`SET kendall.layout = ...`).
@@ -117,7 +119,6 @@ pub fn inspect(
                 columns: Columns::GenesAsRows { gene, samples },
                 genes: rows,
                 missing,
-                prefetched: None,
             })
         }
         Layout::GenesAsColumns => {
@@ -323,9 +324,28 @@ fn open_parquet(file: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>> {
 
 /// The record batches of `file`, with read errors naming it.
 fn batches(file: &Path) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
+    read_batches(file, None)
+}
+
+/// The record batches of `file` with only the (top-level) `columns`.
+fn batches_of(file: &Path, columns: &[&str]) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
+    read_batches(file, Some(columns))
+}
+
+fn read_batches(
+    file: &Path,
+    columns: Option<&[&str]>,
+) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
     let name = file.display().to_string();
-    let reader = open_parquet(file)?
-        .with_batch_size(8192)
+    let mut builder = open_parquet(file)?.with_batch_size(8192);
+    if let Some(columns) = columns {
+        // By root index: names may contain '.', which `columns` would split.
+        let schema = Arc::clone(builder.schema());
+        let roots = columns.iter().filter_map(|c| schema.index_of(c).ok());
+        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
+        builder = builder.with_projection(mask);
+    }
+    let reader = builder
         .build()
         .map_err(|e| data_error(format!("cannot read '{name}': {e}")))?;
     Ok(reader.map(move |b| b.map_err(|e| data_error(format!("cannot read '{name}': {e}")))))
@@ -340,7 +360,7 @@ fn column_as(batch: &RecordBatch, name: &str, file: &Path, to: &DataType) -> Res
 }
 
 /// A loaded and validated expression matrix.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct ExpressionMatrix {
     /// Gene ids, in input order; unique and non-null.
     pub genes: StringArray,
@@ -348,24 +368,67 @@ pub struct ExpressionMatrix {
     pub samples: usize,
     /// genes × samples values, row-major; finite, or NaN where missing.
     pub values: Vec<f64>,
+    /// Per value, what a 64-bit integer loses as f64 (`integer - value`, see
+    /// [`RankedMatrix::from_exact`]); empty when every value is exact.
+    pub residuals: Vec<i16>,
+    /// The memory pool reservation of `values` and `residuals`, released
+    /// with them.
+    _reservation: Reservation,
 }
 
-/// Reads every file of `spec`, checking gene ids (non-null, unique) and
-/// values (finite, or missing as `spec.missing` allows).
-pub fn load(spec: &InputSpec) -> Result<Arc<ExpressionMatrix>> {
-    if let Some(matrix) = &spec.prefetched {
-        return Ok(Arc::clone(matrix));
-    }
-    let matrix = match &spec.columns {
-        Columns::GenesAsRows { gene, samples } => load_rows(spec, gene, samples)?,
-        Columns::GenesAsColumns { genes } => layouts::load_columns(spec, genes)?,
-        Columns::Long { .. } => {
-            return Err(DataFusionError::Internal(
-                "a long input is read when it is checked".to_string(),
-            ));
+impl ExpressionMatrix {
+    fn new(genes: StringArray, samples: usize, buffer: ValueBuffer) -> Self {
+        Self {
+            genes,
+            samples,
+            values: buffer.values,
+            residuals: buffer.residuals,
+            _reservation: buffer.reservation,
         }
-    };
-    Ok(Arc::new(matrix))
+    }
+}
+
+/// Reads every file of `spec`, checking gene ids (non-null, unique), values
+/// (finite, or missing as `spec.missing` allows) and that the data has the
+/// shape the query was planned with. The values are reserved in `memory`
+/// before they are allocated.
+pub fn load(spec: &InputSpec, memory: &QueryMemory) -> Result<ExpressionMatrix> {
+    // The planned size, from Parquet footers or (long layout) a count of the
+    // ids: reserved before anything is allocated, checked against the data.
+    let planned = spec.genes.checked_mul(spec.samples).ok_or_else(|| {
+        data_error(format!(
+            "'{}' would have {} genes x {} samples, more values than memory can address",
+            spec.path, spec.genes, spec.samples
+        ))
+    })?;
+    let reservation = memory.reserve(
+        &format!(
+            "input values ({} genes x {} samples)",
+            spec.genes, spec.samples
+        ),
+        planned.saturating_mul(8),
+    )?;
+    let buffer = ValueBuffer::new(reservation);
+    match &spec.columns {
+        Columns::GenesAsRows { gene, samples } => load_rows(spec, gene, samples, buffer),
+        Columns::GenesAsColumns { genes } => layouts::load_columns(spec, genes, buffer),
+        Columns::Long {
+            gene,
+            sample,
+            value,
+        } => layouts::load_long(spec, [gene, sample, value], buffer),
+    }
+}
+
+/// The error for data whose shape differs from the plan (a file rewritten
+/// after the query or view was planned, or a footer that disagrees with its
+/// row groups).
+fn changed_error(spec: &InputSpec, found: String, planned: String) -> DataFusionError {
+    data_error(format!(
+        "'{}' has {found} but had {planned} when the query was planned; the file changed \
+         since (plan the query again) or its Parquet metadata disagrees with its data",
+        spec.path
+    ))
 }
 
 /// [`load`] for the genes_as_rows layout.
@@ -373,10 +436,10 @@ fn load_rows(
     spec: &InputSpec,
     gene_column: &str,
     sample_columns: &[String],
+    mut values: ValueBuffer,
 ) -> Result<ExpressionMatrix> {
     let n = sample_columns.len();
     let mut genes = StringBuilder::new();
-    let mut values: Vec<f64> = Vec::new();
     let mut seen: HashMap<String, (usize, usize)> = HashMap::new();
     for (file_index, file) in spec.files.iter().enumerate() {
         let name = file.display();
@@ -386,8 +449,15 @@ fn load_rows(
             let rows = batch.num_rows();
             let ids = column_as(&batch, gene_column, file, &DataType::Utf8)?;
             let ids = ids.as_string::<i32>();
-            let base = values.len();
-            values.resize(base + rows * n, 0.0);
+            let base = values.values.len();
+            if base / n + rows > spec.genes {
+                return Err(changed_error(
+                    spec,
+                    format!("more than {} rows (genes)", spec.genes),
+                    spec.genes.to_string(),
+                ));
+            }
+            values.grow_to(base + rows * n)?;
             for r in 0..rows {
                 let row = row0 + r + 1;
                 if ids.is_null(r) {
@@ -411,24 +481,28 @@ fn load_rows(
                 genes.append_value(id);
             }
             for (s, sample) in sample_columns.iter().enumerate() {
-                let col = column_as(&batch, sample, file, &DataType::Float64)?;
-                let col = col.as_primitive::<Float64Type>();
+                let col = NumericColumn::read(&batch, sample, file)?;
                 for r in 0..rows {
-                    values[base + r * n + s] = checked_value(col, r, spec.missing, || {
+                    let x = col.value(r, spec.missing, || {
                         format!(
                             "gene '{}' (row {} of '{name}') in sample column '{sample}'",
                             ids.value(r),
                             row0 + r + 1
                         )
                     })?;
+                    values.set(base + r * n + s, x)?;
                 }
             }
             row0 += rows;
         }
     }
-    Ok(ExpressionMatrix {
-        genes: genes.finish(),
-        samples: n,
-        values,
-    })
+    let genes = genes.finish();
+    if genes.len() != spec.genes {
+        return Err(changed_error(
+            spec,
+            format!("{} rows (genes)", genes.len()),
+            spec.genes.to_string(),
+        ));
+    }
+    Ok(ExpressionMatrix::new(genes, n, values))
 }

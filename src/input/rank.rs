@@ -1,8 +1,12 @@
 //! Rank transform: each gene once, before any pair is computed.
 
+use std::mem::size_of;
+
+use datafusion::error::Result;
 use rayon::prelude::*;
 
 use crate::kernel::{GeneTies, pair_count};
+use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 
 /// Rank of a missing value: above every real rank, never equal to one.
 pub const MISSING_RANK: u32 = u32::MAX;
@@ -103,26 +107,100 @@ fn tally(n: usize, groups: impl Iterator<Item = u64>) -> (GeneTies, VarianceTerm
 impl RankedMatrix {
     /// Ranks a genes × samples row-major matrix (genes in parallel): NaN is
     /// a missing value, every other value must be finite. `-0.0` and `0.0`
-    /// are the same value.
+    /// are the same value. Panics when memory cannot be allocated (a query
+    /// uses [`RankedMatrix::try_build`], which returns an error instead).
     pub fn from_values(genes: usize, samples: usize, values: &[f64]) -> Self {
+        Self::from_exact(genes, samples, values, &[])
+    }
+
+    /// [`RankedMatrix::from_values`] for values given exactly as
+    /// `(values[k], residuals[k])`: equal f64 values are ordered by their
+    /// residuals (what a 64-bit integer lost as f64, so `value + residual` is
+    /// the integer). `residuals` is empty (all 0) or one per value.
+    pub fn from_exact(genes: usize, samples: usize, values: &[f64], residuals: &[i16]) -> Self {
+        let mut reservation = QueryMemory::unbounded("")
+            .reserve("ranks", 0)
+            .expect("an unbounded pool grants everything");
+        Self::try_build(genes, samples, values, residuals, &mut reservation)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Bytes the ranks, orders and per-gene statistics of `genes` × `samples`
+    /// values take, besides the groups of tied values (at most 4 more bytes
+    /// per value) and the masks of missing values (1 bit per value).
+    pub fn fixed_bytes(genes: usize, samples: usize) -> usize {
+        let per_gene = size_of::<GeneSummary>()
+            + size_of::<(GeneSummary, Vec<(u32, u32)>)>()
+            + size_of::<usize>();
+        genes
+            .saturating_mul(samples)
+            .saturating_mul(2 * size_of::<u32>())
+            .saturating_add(genes.saturating_mul(per_gene))
+    }
+
+    /// Heap bytes this matrix holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.ranks.capacity() * size_of::<u32>()
+            + self.order.capacity() * size_of::<u32>()
+            + self.summaries.capacity() * size_of::<GeneSummary>()
+            + self.groups.capacity() * size_of::<(u32, u32)>()
+            + self.group_start.capacity() * size_of::<usize>()
+            + self.valid.capacity() * size_of::<u64>()
+    }
+
+    /// [`RankedMatrix::from_exact`] with its memory reserved in
+    /// `reservation` before it is allocated (the fixed part first, the
+    /// groups of ties and masks of missing values once their size is known)
+    /// and allocated fallibly; on return the reservation holds
+    /// [`RankedMatrix::heap_bytes`].
+    pub fn try_build(
+        genes: usize,
+        samples: usize,
+        values: &[f64],
+        residuals: &[i16],
+        reservation: &mut Reservation,
+    ) -> Result<Self> {
         assert_eq!(values.len(), genes * samples, "matrix shape");
+        assert!(
+            residuals.is_empty() || residuals.len() == values.len(),
+            "one residual per value"
+        );
         assert!(samples < u32::MAX as usize, "fewer than u32::MAX samples");
-        let mut ranks = vec![0u32; values.len()];
-        let mut order = vec![0u32; values.len()];
+        reservation.try_grow(Self::fixed_bytes(genes, samples))?;
+        let mut ranks = try_filled(values.len(), 0u32, "ranks")?;
+        let mut order = try_filled(values.len(), 0u32, "sample orders")?;
         let ranked: Vec<(GeneSummary, Vec<(u32, u32)>)> = if samples == 0 {
             vec![(GeneSummary::default(), Vec::new()); genes]
-        } else {
+        } else if residuals.is_empty() {
             ranks
                 .par_chunks_mut(samples)
                 .zip(order.par_chunks_mut(samples))
                 .zip(values.par_chunks(samples))
-                .map(|((r, o), x)| rank_gene(x, r, o))
+                .map(|((r, o), x)| rank_gene(x, |_| 0, r, o))
+                .collect()
+        } else {
+            ranks
+                .par_chunks_mut(samples)
+                .zip(order.par_chunks_mut(samples))
+                .zip(
+                    values
+                        .par_chunks(samples)
+                        .zip(residuals.par_chunks(samples)),
+                )
+                .map(|((r, o), (x, e))| rank_gene(x, |k| e[k], r, o))
                 .collect()
         };
         let mask_words = samples.div_ceil(64);
         let any_gaps = ranked.iter().any(|(s, _)| s.present as usize != samples);
+        // The groups exist twice while they are gathered into one Vec.
+        let group_count: usize = ranked.iter().map(|(_, g)| g.len()).sum();
+        let mut later = 2 * group_count * size_of::<(u32, u32)>();
+        if any_gaps {
+            later += genes * mask_words * size_of::<u64>();
+        }
+        reservation.try_grow(later)?;
         let valid = if any_gaps {
-            let mut valid = vec![0u64; genes * mask_words];
+            let mut valid = try_filled(genes * mask_words, 0u64, "masks of missing values")?;
             valid
                 .par_chunks_mut(mask_words)
                 .zip(ranks.par_chunks(samples))
@@ -140,17 +218,22 @@ impl RankedMatrix {
         for (_, groups) in &ranked {
             group_start.push(group_start.last().unwrap_or(&0) + groups.len());
         }
-        Self {
+        let mut groups = try_with_capacity(group_count, "groups of tied values")?;
+        groups.extend(ranked.iter().flat_map(|(_, g)| g.iter().copied()));
+        let matrix = Self {
             genes,
             samples,
             ranks,
             order,
             summaries: ranked.iter().map(|(s, _)| *s).collect(),
-            groups: ranked.iter().flat_map(|(_, g)| g.iter().copied()).collect(),
+            groups,
             group_start,
             valid,
             mask_words,
-        }
+        };
+        drop(ranked);
+        reservation.shrink_to(matrix.heap_bytes());
+        Ok(matrix)
     }
 
     /// Number of genes.
@@ -326,9 +409,15 @@ impl RankedMatrix {
     }
 }
 
-/// Ranks one gene; returns its statistics over its present values and its
-/// groups of tied values (see [`RankedMatrix::groups`]).
-fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> (GeneSummary, Vec<(u32, u32)>) {
+/// Ranks one gene, whose value `k` is `x[k]` exactly or, for a 64-bit
+/// integer, `x[k] + residual(k)`; returns its statistics over its present
+/// values and its groups of tied values (see [`RankedMatrix::groups`]).
+fn rank_gene(
+    x: &[f64],
+    residual: impl Fn(usize) -> i16,
+    ranks: &mut [u32],
+    order: &mut [u32],
+) -> (GeneSummary, Vec<(u32, u32)>) {
     let mut present = 0usize;
     for (k, &v) in x.iter().enumerate() {
         if !v.is_nan() {
@@ -345,15 +434,21 @@ fn rank_gene(x: &[f64], ranks: &mut [u32], order: &mut [u32]) -> (GeneSummary, V
         }
     }
     // `+ 0.0` turns -0.0 into 0.0 so that total_cmp treats them as equal;
-    // present values are finite, so total_cmp is the numeric order.
+    // present values are finite, so total_cmp is the numeric order. Equal
+    // f64s of different integers differ in their residuals.
     let key = |k: u32| x[k as usize] + 0.0;
+    let cmp = |a: u32, b: u32| {
+        key(a)
+            .total_cmp(&key(b))
+            .then_with(|| residual(a as usize).cmp(&residual(b as usize)))
+    };
     let sorted = &mut order[..present];
-    sorted.sort_by(|&a, &b| key(a).total_cmp(&key(b)));
+    sorted.sort_by(|&a, &b| cmp(a, b));
     let mut groups = Vec::new();
     let mut rank = 0u32;
     let mut start = 0usize;
     for p in 0..sorted.len() {
-        if p > 0 && key(sorted[p]) != key(sorted[p - 1]) {
+        if p > 0 && cmp(sorted[p], sorted[p - 1]).is_ne() {
             if p - start > 1 {
                 groups.push((start as u32, (p - start) as u32));
             }
@@ -392,6 +487,24 @@ mod tests {
         assert_eq!(m.tie_pairs(1), 0);
         assert_eq!(m.distinct(1), 5);
         assert_eq!(m.n0(), 10);
+    }
+
+    /// Equal f64s of different integers (residuals) are distinct values;
+    /// the reservation ends holding exactly the matrix's heap bytes.
+    #[test]
+    fn residuals_break_f64_ties_exactly() {
+        let big = 2f64.powi(53);
+        let values = [big, big, big, 1.0, big, big];
+        let residuals = [1, 0, -1, 0, 0, 1];
+        let mut reservation = QueryMemory::unbounded("x").reserve("ranks", 0).unwrap();
+        let m = RankedMatrix::try_build(1, 6, &values, &residuals, &mut reservation).unwrap();
+        assert_eq!(m.ranks(0), &[3, 2, 1, 0, 2, 3]);
+        assert_eq!(m.tie_pairs(0), 2);
+        assert_eq!(m.distinct(0), 4);
+        assert_eq!(reservation.size(), m.heap_bytes());
+        // Without residuals, the five values near 2^53 are one tie group.
+        let flat = RankedMatrix::from_values(1, 6, &values);
+        assert_eq!(flat.ranks(0), &[1, 1, 1, 0, 1, 1]);
     }
 
     #[test]

@@ -250,3 +250,151 @@ async fn genes_as_columns_mistakes_are_named() {
     let msg = crate::common::error(&ctx(1), "SET kendall.layout = 'wide'").await;
     assert!(msg.contains("kendall.layout must be one of"), "{msg}");
 }
+
+/// A long file with a few samples per gene (200,000 rows naming 20,000
+/// genes and 200,000 cells, as a sparse single-cell export) asks for a
+/// 20,000 x 200,000 matrix: refused from the counts before any matrix is
+/// allocated (this used to abort: `memory allocation of 31998400000 bytes
+/// failed`).
+#[tokio::test]
+async fn sparse_long_input_is_refused_before_allocating() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sparse.parquet");
+    write_sparse_long(&path, 200_000, 20_000);
+    let msg = layout_error(
+        "long",
+        &format!("SELECT * FROM kendall_all_pairs('{}')", path.display()),
+    )
+    .await;
+    common::assert_contains(
+        &msg,
+        &[
+            "gene 'G0' has no value for sample 'C1'",
+            "every gene needs one row for every sample",
+            "has 200000 rows for 20000 genes x 200000 samples (4000000000 values)",
+        ],
+    );
+}
+
+/// `rows` triples (gene `G{i % genes}`, sample `C{i}`, value `i`).
+pub fn write_sparse_long(path: &Path, rows: usize, genes: usize) {
+    write_parquet(
+        path,
+        &batch(vec![
+            (
+                "gene",
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|i| format!("G{}", i % genes)),
+                )),
+            ),
+            (
+                "sample",
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|i| format!("C{i}")),
+                )),
+            ),
+            (
+                "value",
+                Arc::new(Float64Array::from_iter_values((0..rows).map(|i| i as f64))),
+            ),
+        ]),
+    );
+}
+
+/// A view is planned, then its file is rewritten with another shape: the
+/// query refuses the data instead of reading it as planned (genes_as_columns
+/// used to leave the samples it did not find at 0.0, as if measured).
+#[tokio::test]
+async fn data_that_changed_since_planning_is_refused() {
+    let (genes, samples, values) = read_rows(TIES);
+    let (genes, samples) = (&genes[..3], &samples[..6]);
+    let values: Vec<Vec<f64>> = values[..3].iter().map(|v| v[..6].to_vec()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("input.parquet");
+    let view = |ctx: &datafusion::prelude::SessionContext, layout: &str| {
+        let sql = format!(
+            "SET kendall.layout = '{layout}'; CREATE VIEW v AS SELECT * FROM kendall_all_pairs('{}')",
+            path.display()
+        );
+        let ctx = ctx.clone();
+        async move { run(&ctx, &sql).await.unwrap() }
+    };
+    let query = |ctx: &datafusion::prelude::SessionContext| {
+        let ctx = ctx.clone();
+        async move { crate::common::error(&ctx, "SELECT * FROM v").await }
+    };
+    let first_samples =
+        |k: usize| -> Vec<Vec<f64>> { values.iter().map(|v| v[..k].to_vec()).collect() };
+
+    // genes_as_columns: 6 samples planned, 4 rows found.
+    write_columns(&path, genes, samples, &values);
+    let c = ctx(2);
+    view(&c, "genes_as_columns").await;
+    write_columns(&path, genes, &samples[..4], &first_samples(4));
+    let msg = query(&c).await;
+    common::assert_contains(
+        &msg,
+        &[
+            &format!("'{}' has 4 rows (samples) but had 6", path.display()),
+            "when the query was planned",
+        ],
+    );
+    // ... or more rows than planned.
+    let more: Vec<String> = (0..9).map(|s| format!("x{s}")).collect();
+    let wide: Vec<Vec<f64>> = values
+        .iter()
+        .map(|v| v.iter().chain(v.iter()).copied().take(9).collect())
+        .collect();
+    write_columns(&path, genes, &more, &wide);
+    let msg = query(&c).await;
+    common::assert_contains(&msg, &["has more than 6 rows (samples) but had 6"]);
+
+    // genes_as_rows: 3 genes planned, 2 found.
+    let rows = |path: &Path, genes: &[String], values: &[Vec<f64>]| {
+        let mut columns: Vec<(String, Arc<dyn Array>)> = vec![(
+            "gene".into(),
+            Arc::new(StringArray::from_iter_values(genes)),
+        )];
+        for (s, sample) in samples.iter().enumerate() {
+            columns.push((
+                sample.clone(),
+                Arc::new(Float64Array::from_iter_values(values.iter().map(|v| v[s]))),
+            ));
+        }
+        write_parquet(
+            path,
+            &batch(
+                columns
+                    .iter()
+                    .map(|(n, c)| (n.as_str(), Arc::clone(c)))
+                    .collect(),
+            ),
+        );
+    };
+    rows(&path, genes, &values);
+    let c = ctx(2);
+    view(&c, "genes_as_rows").await;
+    rows(&path, &genes[..2], &values[..2]);
+    let msg = query(&c).await;
+    common::assert_contains(
+        &msg,
+        &["has 2 rows (genes) but had 3 when the query was planned"],
+    );
+
+    // long: 3 genes x 6 samples planned, a gene fewer found.
+    write_long(&path, ["gene", "sample", "value"], genes, samples, &values);
+    let c = ctx(2);
+    view(&c, "long").await;
+    write_long(
+        &path,
+        ["gene", "sample", "value"],
+        &genes[..2],
+        samples,
+        &values[..2],
+    );
+    let msg = query(&c).await;
+    common::assert_contains(
+        &msg,
+        &["has 2 genes x 6 samples in 12 rows but had 3 genes x 6 samples"],
+    );
+}

@@ -5,8 +5,10 @@
 
 mod common;
 mod errors;
+mod integers;
 mod kernels;
 mod layouts;
+mod memory;
 mod missing;
 mod pvalues;
 mod shell;

@@ -25,9 +25,12 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use datafusion::error::Result;
+
 use super::isa::Isa;
 use super::{PairNumerator, pair_count};
 use crate::input::{MISSING_RANK, RankedMatrix};
+use crate::memory::try_filled;
 
 /// Words (u64) per plane: enough for n0 bits, rounded up to 8 (one zmm).
 pub fn words_per_plane(samples: usize) -> usize {
@@ -50,19 +53,26 @@ pub struct BitPlanes {
 }
 
 impl BitPlanes {
-    /// Builds the planes of every gene of `m`, genes in parallel.
+    /// Builds the planes of every gene of `m`, genes in parallel. Panics
+    /// when memory cannot be allocated (see [`BitPlanes::try_build`]).
     pub fn build(m: &RankedMatrix) -> Self {
+        Self::try_build(m).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`BitPlanes::build`], allocating fallibly: [`plane_bytes`] that the
+    /// allocator refuses are an error, not an abort.
+    pub fn try_build(m: &RankedMatrix) -> Result<Self> {
         let n = m.samples();
         let words = words_per_plane(n);
-        let mut g = vec![0u64; m.genes() * words];
-        let mut l = vec![0u64; m.genes() * words];
+        let mut g = try_filled(m.genes() * words, 0u64, "bit-planes")?;
+        let mut l = try_filled(m.genes() * words, 0u64, "bit-planes")?;
         if words > 0 {
             g.par_chunks_mut(words)
                 .zip(l.par_chunks_mut(words))
                 .enumerate()
                 .for_each(|(gene, (g, l))| fill_planes(m.ranks(gene), g, l));
         }
-        Self { words, g, l }
+        Ok(Self { words, g, l })
     }
 
     /// Words per plane.

@@ -1,0 +1,307 @@
+//! The memory of a query, accounted in DataFusion's memory pool.
+//!
+//! Input values, ranks and orders, and bit-planes are the large allocations
+//! of a `kendall_all_pairs` scan. Each is reserved in the session's
+//! `MemoryPool` before it is allocated (so `SET datafusion.runtime.memory_limit`
+//! governs it and an over-large input ends in a "Resources exhausted" error
+//! naming what needed the memory), and the reservation is released with the
+//! data. Allocations are fallible ([`try_filled`]), so a size the allocator
+//! refuses is an error, never an abort.
+
+use std::future::Future;
+use std::sync::{Arc, Weak};
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::memory_pool::{
+    MemoryConsumer, MemoryLimit, MemoryPool, MemoryReservation, UnboundedMemoryPool,
+};
+
+use crate::input::FN_NAME;
+
+/// Reserves the memory of one query's scan of one input in a memory pool.
+#[derive(Debug, Clone)]
+pub struct QueryMemory {
+    pool: Arc<dyn MemoryPool>,
+    /// The input path, named in errors.
+    path: String,
+}
+
+impl QueryMemory {
+    /// Reservations for the scan of `path` in `pool` (a query's
+    /// `TaskContext::memory_pool`).
+    pub fn new(pool: Arc<dyn MemoryPool>, path: &str) -> Self {
+        Self {
+            pool,
+            path: path.to_string(),
+        }
+    }
+
+    /// Reservations in a pool of its own without a limit (for callers
+    /// outside a DataFusion session: tests, benchmarks).
+    pub fn unbounded(path: &str) -> Self {
+        Self::new(Arc::new(UnboundedMemoryPool::default()), path)
+    }
+
+    /// A reservation of `bytes` for `what` (e.g. "input values"), registered
+    /// as its own consumer of the pool; a clear "Resources exhausted" error
+    /// when the pool cannot grant it.
+    pub fn reserve(&self, what: &str, bytes: usize) -> Result<Reservation> {
+        let consumer = MemoryConsumer::new(format!("{FN_NAME}: {what}"));
+        let mut reservation = Reservation {
+            inner: consumer.register(&self.pool),
+            what: what.to_string(),
+            path: self.path.clone(),
+        };
+        reservation.try_grow(bytes)?;
+        Ok(reservation)
+    }
+}
+
+/// Data a query builds once and all its partitions share (the ranked input
+/// and bit-planes), released when the last partition that took it is done,
+/// not when the plan is dropped: a plan can outlive its streams (the build
+/// side of a join, `EXPLAIN ANALYZE`), and the data's reservations go with it.
+///
+/// The first partition to start builds it; the others wait and take the same
+/// `Arc`. Once all `partitions` have taken it, only the streams hold it. A
+/// partition that starts after every holder is gone (a plan executed again)
+/// builds it anew.
+#[derive(Debug)]
+pub struct PerQuery<T> {
+    partitions: usize,
+    slot: tokio::sync::Mutex<Slot<T>>,
+}
+
+#[derive(Debug)]
+struct Slot<T> {
+    /// Kept until every partition has taken the data.
+    held: Option<Arc<T>>,
+    /// The data while any partition still holds it.
+    shared: Weak<T>,
+    taken: usize,
+}
+
+impl<T> PerQuery<T> {
+    /// Data for a plan of `partitions` partitions, not built yet.
+    pub fn new(partitions: usize) -> Self {
+        Self {
+            partitions,
+            slot: tokio::sync::Mutex::new(Slot {
+                held: None,
+                shared: Weak::new(),
+                taken: 0,
+            }),
+        }
+    }
+
+    /// The shared data, built by `build` when no partition holds it; a
+    /// partition calls this once. A failed build is retried by the next
+    /// partition (and fails the same way, as DataFusion reports the first).
+    pub async fn get_or_try_init<F, Fut>(&self, build: F) -> Result<Arc<T>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Arc<T>>>,
+    {
+        let mut slot = self.slot.lock().await;
+        let data = match (slot.held.clone(), slot.shared.upgrade()) {
+            (Some(data), _) => data,
+            (None, Some(data)) => return Ok(data),
+            (None, None) => {
+                let data = build().await?;
+                slot.shared = Arc::downgrade(&data);
+                slot.held = Some(Arc::clone(&data));
+                slot.taken = 0;
+                data
+            }
+        };
+        slot.taken += 1;
+        if slot.taken >= self.partitions {
+            slot.held = None;
+        }
+        Ok(data)
+    }
+
+    /// The data, when built and still held (never waits; `None` while it is
+    /// being built).
+    pub fn current(&self) -> Option<Arc<T>> {
+        self.slot.try_lock().ok().and_then(|s| s.shared.upgrade())
+    }
+}
+
+/// Bytes a pool can still grant: its limit minus what is reserved; `None`
+/// when the pool has no (known) limit.
+pub fn pool_available(pool: &Arc<dyn MemoryPool>) -> Option<usize> {
+    match pool.memory_limit() {
+        MemoryLimit::Finite(limit) => Some(limit.saturating_sub(pool.reserved())),
+        MemoryLimit::Infinite | MemoryLimit::Unknown => None,
+    }
+}
+
+/// Memory reserved for one kind of data of a query; released when dropped.
+#[derive(Debug)]
+pub struct Reservation {
+    inner: MemoryReservation,
+    what: String,
+    path: String,
+}
+
+impl Reservation {
+    /// Bytes reserved.
+    pub fn size(&self) -> usize {
+        self.inner.size()
+    }
+
+    /// Reserves `bytes` more, or fails with an error naming the data, the
+    /// input and the sizes.
+    pub fn try_grow(&mut self, bytes: usize) -> Result<()> {
+        self.inner.try_grow(bytes).map_err(|e| {
+            let detail = match e {
+                DataFusionError::ResourcesExhausted(msg) => msg,
+                other => other.to_string(),
+            };
+            DataFusionError::ResourcesExhausted(format!(
+                "{FN_NAME}: the {} of '{}' need {bytes} more bytes ({}) than DataFusion's memory \
+                 pool can grant; raise datafusion.runtime.memory_limit or read fewer genes. {detail}",
+                self.what,
+                self.path,
+                human(bytes)
+            ))
+        })
+    }
+
+    /// Shrinks the reservation to `bytes` (no effect when it holds less).
+    pub fn shrink_to(&mut self, bytes: usize) {
+        let size = self.inner.size();
+        if bytes < size {
+            self.inner.shrink(size - bytes);
+        }
+    }
+}
+
+/// `len` copies of `value`, allocated fallibly: an allocator refusal (a size
+/// beyond memory) is a "Resources exhausted" error naming `what`, not an abort.
+pub fn try_filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    try_extend(&mut v, len, value, what)?;
+    Ok(v)
+}
+
+/// An empty vector with room for `capacity` elements, allocated fallibly
+/// (see [`try_filled`]).
+pub fn try_with_capacity<T>(capacity: usize, what: &str) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(capacity)
+        .map_err(|e| refused::<T>(what, capacity, e))?;
+    Ok(v)
+}
+
+fn refused<T>(what: &str, len: usize, e: std::collections::TryReserveError) -> DataFusionError {
+    DataFusionError::ResourcesExhausted(format!(
+        "{FN_NAME}: cannot allocate the {what} ({len} values of {} bytes): {e}",
+        std::mem::size_of::<T>()
+    ))
+}
+
+/// Grows `v` to `len` elements with copies of `value`, allocating fallibly
+/// (see [`try_filled`]).
+pub fn try_extend<T: Clone>(v: &mut Vec<T>, len: usize, value: T, what: &str) -> Result<()> {
+    if len <= v.len() {
+        return Ok(());
+    }
+    v.try_reserve_exact(len - v.len())
+        .map_err(|e| refused::<T>(what, len, e))?;
+    v.resize(len, value);
+    Ok(())
+}
+
+/// `bytes` for people: `1.5 GiB`.
+pub fn human(bytes: usize) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut x = bytes as f64;
+    let mut unit = 0;
+    while x >= 1024.0 && unit + 1 < UNITS.len() {
+        x /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{x:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::execution::memory_pool::GreedyMemoryPool;
+
+    #[test]
+    fn reservations_are_released_and_refusals_named() {
+        let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(1000));
+        let memory = QueryMemory::new(Arc::clone(&pool), "x.parquet");
+        let mut a = memory.reserve("input values", 600).unwrap();
+        assert_eq!(pool.reserved(), 600);
+        assert_eq!(pool_available(&pool), Some(400));
+        let err = memory.reserve("ranks", 500).unwrap_err();
+        assert!(
+            matches!(err, DataFusionError::ResourcesExhausted(_)),
+            "{err}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("ranks of 'x.parquet' need 500 more bytes"),
+            "{msg}"
+        );
+        assert!(msg.contains("datafusion.runtime.memory_limit"), "{msg}");
+        assert_eq!(pool.reserved(), 600, "a refused reservation holds nothing");
+        a.shrink_to(100);
+        assert_eq!(pool.reserved(), 100);
+        a.try_grow(50).unwrap();
+        drop(a);
+        assert_eq!(pool.reserved(), 0);
+        assert_eq!(pool_available(&QueryMemory::unbounded("y").pool), None);
+    }
+
+    #[tokio::test]
+    async fn shared_data_is_released_by_the_last_partition() {
+        let shared = PerQuery::new(2);
+        let builds = std::sync::atomic::AtomicUsize::new(0);
+        let build = || async {
+            builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Ok(Arc::new(vec![1u8; 10]))
+        };
+        let a = shared.get_or_try_init(build).await.unwrap();
+        assert!(shared.current().is_some());
+        let b = shared.get_or_try_init(build).await.unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        drop(a);
+        assert!(shared.current().is_some(), "partition 2 still holds it");
+        drop(b);
+        assert!(
+            shared.current().is_none(),
+            "released with the last partition"
+        );
+        // Executed again: built anew.
+        let c = shared.get_or_try_init(build).await.unwrap();
+        assert_eq!(*c, vec![1u8; 10]);
+        assert_eq!(builds.load(std::sync::atomic::Ordering::Relaxed), 2);
+        let failing = PerQuery::<u8>::new(1);
+        let err = failing
+            .get_or_try_init(|| async { Err(DataFusionError::Execution("no".into())) })
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("no"));
+    }
+
+    #[test]
+    fn impossible_allocations_are_errors() {
+        let err = try_filled(usize::MAX / 2, 0u64, "test values").unwrap_err();
+        assert!(
+            err.to_string().contains("cannot allocate the test values"),
+            "{err}"
+        );
+        assert_eq!(try_filled(3, 7u8, "x").unwrap(), vec![7, 7, 7]);
+        assert_eq!(human(512), "512 B");
+        assert_eq!(human(3 << 29), "1.5 GiB");
+    }
+}
