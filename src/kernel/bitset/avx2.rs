@@ -143,7 +143,8 @@ unsafe fn csa(a: __m256i, b: __m256i, c: __m256i) -> (__m256i, __m256i) {
 
 /// Total popcount of the stream for each of the four rows, over `words`
 /// (a multiple of 4) words: Harley–Seal on whole 16-vector blocks, the
-/// nibble lookup on the rest.
+/// nibble lookup on the rest. For long planes only (see
+/// [`HARLEY_SEAL_MIN_VECTORS`]); short ones take the plain loops below.
 ///
 /// # Safety
 /// The CPU must support AVX2; every plane of `s` has `words` words.
@@ -155,7 +156,7 @@ unsafe fn count4<const N: usize, S: Stream<N>>(s: &S, words: usize) -> [u64; 4] 
     let mut w = 0;
     // Harley–Seal over blocks of 16 vectors (16 / N word positions).
     let step = 64 / N;
-    if words / 4 * N >= HARLEY_SEAL_MIN_VECTORS {
+    {
         let (mut ones, mut twos, mut fours, mut eights) =
             ([zero; 4], [zero; 4], [zero; 4], [zero; 4]);
         while w + step <= words {
@@ -216,8 +217,24 @@ unsafe fn count4<const N: usize, S: Stream<N>>(s: &S, words: usize) -> [u64; 4] 
 pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     let words = b.len();
     assert!(words.is_multiple_of(4) && a.iter().all(|r| r.len() == words));
-    // SAFETY: AVX2 (caller), planes of `words` words (checked).
-    unsafe { count4(&Xor { a, b }, words) }
+    if words / 4 >= HARLEY_SEAL_MIN_VECTORS {
+        // SAFETY: AVX2 (caller), planes of `words` words (checked).
+        return unsafe { count4(&Xor { a, b }, words) };
+    }
+    let mut acc = [_mm256_setzero_si256(); 4];
+    let mut w = 0;
+    while w < words {
+        // SAFETY: w + 4 <= words and every slice has `words` elements.
+        unsafe {
+            let vb = load(b.as_ptr().add(w));
+            for k in 0..4 {
+                let va = load(a[k].as_ptr().add(w));
+                acc[k] = _mm256_add_epi64(acc[k], popcnt256(_mm256_xor_si256(va, vb)));
+            }
+        }
+        w += 4;
+    }
+    acc.map(|t| reduce(t))
 }
 
 /// `[pc((Gu_k & Lv) | (Lu_k & Gv)) for k in 0..4]`: discordant pairs with
@@ -230,8 +247,27 @@ pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]
     let words = gv.len();
     assert!(words.is_multiple_of(4) && lv.len() == words);
     assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
-    // SAFETY: AVX2 (caller), planes of `words` words (checked).
-    unsafe { count4(&Discordant { gu, lu, gv, lv }, words) }
+    if words / 4 >= HARLEY_SEAL_MIN_VECTORS {
+        // SAFETY: AVX2 (caller), planes of `words` words (checked).
+        return unsafe { count4(&Discordant { gu, lu, gv, lv }, words) };
+    }
+    let mut acc = [_mm256_setzero_si256(); 4];
+    let mut w = 0;
+    while w < words {
+        // SAFETY: w + 4 <= words and every slice has `words` elements.
+        unsafe {
+            let g = load(gv.as_ptr().add(w));
+            let l = load(lv.as_ptr().add(w));
+            for k in 0..4 {
+                let a = load(gu[k].as_ptr().add(w));
+                let b = load(lu[k].as_ptr().add(w));
+                let d = _mm256_or_si256(_mm256_and_si256(a, l), _mm256_and_si256(b, g));
+                acc[k] = _mm256_add_epi64(acc[k], popcnt256(d));
+            }
+        }
+        w += 4;
+    }
+    acc.map(|t| reduce(t))
 }
 
 /// `[S_k for k in 0..4]` with `S = pc((Gu & Gv) | (Lu & Lv)) - pc((Gu & Lv) | (Lu & Gv))`;
@@ -244,8 +280,29 @@ pub unsafe fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -
     let words = gv.len();
     assert!(words.is_multiple_of(4) && lv.len() == words);
     assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
-    // pc(c) + pc(!d) = pc(c) + 64·words - pc(d).
-    // SAFETY: AVX2 (caller), planes of `words` words (checked).
-    let sums = unsafe { count4(&Signed(Discordant { gu, lu, gv, lv }), words) };
-    sums.map(|x| x as i64 - 64 * words as i64)
+    if words / 2 >= HARLEY_SEAL_MIN_VECTORS {
+        // pc(c) + pc(!d) = pc(c) + 64·words - pc(d).
+        // SAFETY: AVX2 (caller), planes of `words` words (checked).
+        let sums = unsafe { count4(&Signed(Discordant { gu, lu, gv, lv }), words) };
+        return sums.map(|x| x as i64 - 64 * words as i64);
+    }
+    let mut acc = [_mm256_setzero_si256(); 4];
+    let mut w = 0;
+    while w < words {
+        // SAFETY: w + 4 <= words and every slice has `words` elements.
+        unsafe {
+            let g = load(gv.as_ptr().add(w));
+            let l = load(lv.as_ptr().add(w));
+            for k in 0..4 {
+                let a = load(gu[k].as_ptr().add(w));
+                let b = load(lu[k].as_ptr().add(w));
+                let c = _mm256_or_si256(_mm256_and_si256(a, g), _mm256_and_si256(b, l));
+                let d = _mm256_or_si256(_mm256_and_si256(a, l), _mm256_and_si256(b, g));
+                let diff = _mm256_sub_epi64(popcnt256(c), popcnt256(d));
+                acc[k] = _mm256_add_epi64(acc[k], diff);
+            }
+        }
+        w += 4;
+    }
+    acc.map(|t| reduce(t) as i64)
 }

@@ -133,7 +133,7 @@ pub fn one_popcount_budget(isa: Isa, words: usize) -> u64 {
     let per_word = match isa {
         Isa::Avx512 => 0,
         Isa::Avx2 => 1,
-        Isa::Scalar => 4,
+        Isa::Scalar => 2,
     };
     per_word * words as u64
 }
@@ -195,7 +195,8 @@ impl Bitset {
             for j in cols.start.max(lowest + 1)..cols.end {
                 let s = if rows_untied && m.untied(j) {
                     self.xor_pop4(gu, p.g(j)).map(|nd| n0 - 2 * nd as i64)
-                } else if rows_complete
+                } else if budget > 0
+                    && rows_complete
                     && !m.has_gaps(j)
                     && idx[..r]
                         .iter()
