@@ -125,17 +125,19 @@ fn put_bits(plane: &mut [u64], at: usize, value: u64) {
 /// For a group of four rows and one column, the most tied-pair checks
 /// (`Σ min(n1, n2)` over the rows, see [`RankedMatrix::tied_in_both`]) for
 /// which counting `n3` and one popcount beats two popcounts, on `isa` with
-/// planes of `words` words. Measured with `cargo bench --bench kernels --
-/// 310 1000 zeros=F` for growing F (one group of tied values per gene, see
-/// the README); AVX-512 counts a word's two popcounts so cheaply that the
-/// one-popcount path did not pay there, so its budget is zero.
+/// planes of `words` words: three quarters of `words` on AVX2 and scalar.
+/// Measured with `cargo bench --bench kernels -- 310 1000 zeros=0.05`
+/// (one group of about n/20 equal values per gene: about n²/800 tied
+/// pairs, taken) against the n/4-level ties of the default run (about
+/// 2·n0/n tied pairs per gene, left to the two-popcount path, which they
+/// were slower on). AVX-512 keeps the two-popcount path (budget zero):
+/// there VPOPCNTQ makes the second popcount one instruction per 8 words,
+/// and the one-popcount path has not been measured to pay.
 pub fn one_popcount_budget(isa: Isa, words: usize) -> u64 {
-    let per_word = match isa {
+    match isa {
         Isa::Avx512 => 0,
-        Isa::Avx2 => 1,
-        Isa::Scalar => 2,
-    };
-    per_word * words as u64
+        Isa::Avx2 | Isa::Scalar => words as u64 * 3 / 4,
+    }
 }
 
 /// The bit-plane kernel over shared planes, on one instruction set.
