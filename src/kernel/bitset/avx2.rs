@@ -197,11 +197,11 @@ unsafe fn count4<const N: usize, S: Stream<N>>(s: &S, words: usize) -> [u64; 4] 
         }
     }
     while w < words {
-        for k in 0..4 {
+        for (k, total) in total.iter_mut().enumerate() {
             for part in 0..N {
                 // SAFETY: w + 4 <= words (words is a multiple of 4).
                 let v = unsafe { s.at(k, w, part) };
-                total[k] = _mm256_add_epi64(total[k], popcnt256(v));
+                *total = _mm256_add_epi64(*total, popcnt256(v));
             }
         }
         w += 4;
