@@ -8,6 +8,12 @@
 //! `S = pc((Gu & Gv) | (Lu & Lv)) - nd` directly. That is O(n²/64) word
 //! operations per pair with no sorting and no branches.
 //!
+//! For two tied genes without missing values, `S = pc(Tu & Tv) - 2·nd`
+//! with `T = G | L`, and `pc(Tu & Tv) = n0 - n1 - n2 + n3` (`n3`: pairs tied
+//! in both genes, from the tie groups, see [`RankedMatrix::tied_in_both`]):
+//! one popcount instead of two, taken where counting `n3` is cheaper than
+//! the popcount it saves ([`one_popcount_budget`]).
+//!
 //! Pairs are computed four rows at a time against a streamed column gene
 //! ([`Bitset::block`]), so each loaded column word serves four popcounts.
 //! Planes are padded to whole 512-bit registers: the SIMD paths have no tail
