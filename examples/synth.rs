@@ -8,7 +8,8 @@
 //! Genes fall into 50 co-expression modules: each value is a module signal
 //! times a per-gene loading plus noise, so thresholded networks are not
 //! empty. With `--ties f`, a fraction f of the values is rounded to a
-//! coarse grid (0.5), which creates ties. Output layout is what
+//! coarse grid (0.5), which creates ties; with `--decimals d` every value
+//! is rounded to d decimals, as real data often is. Output layout is what
 //! `kendall_all_pairs` reads: `gene_id` (string) then `s0..s{n-1}` (Float64).
 
 use std::sync::Arc;
@@ -28,6 +29,7 @@ struct Args {
     samples: usize,
     seed: u64,
     ties: f64,
+    decimals: Option<i32>,
     out: String,
 }
 
@@ -37,6 +39,7 @@ fn parse() -> Result<Args, String> {
         samples: 57,
         seed: 1,
         ties: 0.0,
+        decimals: None,
         out: "synthetic.parquet".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -47,10 +50,17 @@ fn parse() -> Result<Args, String> {
             "--samples" => a.samples = value()?.parse().map_err(|e| format!("--samples: {e}"))?,
             "--seed" => a.seed = value()?.parse().map_err(|e| format!("--seed: {e}"))?,
             "--ties" => a.ties = value()?.parse().map_err(|e| format!("--ties: {e}"))?,
+            "--decimals" => {
+                let d: i32 = value()?.parse().map_err(|e| format!("--decimals: {e}"))?;
+                if !(0..=15).contains(&d) {
+                    return Err("--decimals must be in 0..=15".into());
+                }
+                a.decimals = Some(d);
+            }
             "--out" => a.out = value()?,
             "-h" | "--help" => {
                 return Err(
-                    "usage: synth --genes M --samples N [--seed S] [--ties F] --out FILE".into(),
+                    "usage: synth --genes M --samples N [--seed S] [--ties F] [--decimals D] --out FILE".into(),
                 );
             }
             other => return Err(format!("unknown argument {other}")),
@@ -87,6 +97,10 @@ fn main() {
             let mut x = 8.0 + loading * module[s] + normal(&mut rng);
             if args.ties > 0.0 && rng.random::<f64>() < args.ties {
                 x = (x * 2.0).round() / 2.0;
+            }
+            if let Some(d) = args.decimals {
+                let scale = 10f64.powi(d);
+                x = (x * scale).round() / scale;
             }
             column.push(x);
         }

@@ -74,10 +74,20 @@ pub enum KernelKind {
     Bitset,
 }
 
-/// Up to this many samples the bit-plane kernel beats VSE (measured with
-/// `cargo bench --bench kernels -- 1000 2000 5000 vse bitset`, AVX-512: the
-/// crossover is near n = 2,500 without ties and n = 1,400 with heavy ties).
-pub const BITSET_MAX_SAMPLES: usize = 1500;
+/// Up to how many samples the bit-plane kernel beats VSE on `isa`.
+/// Measured with `cargo bench --bench kernels -- 1000 1500 2000 vse bitset`
+/// on Zen 5 (AVX2 and scalar rows with `KENDALL_MAX_ISA=avx2`): AVX-512
+/// bitset crosses AVX-512 VSE near n = 2,500 without ties and n = 1,400
+/// with heavy ties (n/4 levels); AVX2 bitset is still 2.0× AVX2 VSE at
+/// n = 2,000 without ties and 1.18× with heavy ties (crossing near 2,300);
+/// scalar bitset is 3.4× and 2.3× scalar VSE there (crossing beyond 4,000).
+pub fn bitset_max_samples(isa: Isa) -> usize {
+    match isa {
+        Isa::Avx512 => 1500,
+        Isa::Avx2 => 2000,
+        Isa::Scalar => 4000,
+    }
+}
 
 /// A gene-targeted query with k anchor genes computes k·m pairs; building
 /// the bit-planes of all m genes costs about what VSE needs for
@@ -117,7 +127,7 @@ impl KernelChoice {
             KernelChoice::Vse => KernelKind::Vse,
             KernelChoice::Bitset => KernelKind::Bitset,
             KernelChoice::Auto
-                if samples <= BITSET_MAX_SAMPLES
+                if samples <= bitset_max_samples(isa)
                     && bitset::plane_bytes(genes, samples) <= memory_limit
                     && !few_pairs =>
             {
@@ -453,6 +463,12 @@ mod tests {
         assert_eq!(auto(57, 0, Isa::Avx2), KernelKind::Vse);
         assert_eq!(auto(57, 0, Isa::Scalar), KernelKind::Naive);
         assert_eq!(auto(5000, big, Isa::Scalar), KernelKind::Vse);
+        // Crossovers per instruction set.
+        assert_eq!(auto(1800, big, Isa::Avx512), KernelKind::Vse);
+        assert_eq!(auto(1800, big, Isa::Avx2), KernelKind::Bitset);
+        assert_eq!(auto(1800, big, Isa::Scalar), KernelKind::Bitset);
+        assert_eq!(auto(2001, big, Isa::Avx2), KernelKind::Vse);
+        assert_eq!(auto(3000, big, Isa::Scalar), KernelKind::Bitset);
         let naive = KernelChoice::Naive.resolve(10, 1000, big, Isa::Avx512, None);
         assert_eq!(naive, KernelKind::Naive);
         // Few anchor genes: no bit-planes.

@@ -223,3 +223,49 @@ fn vse_with_missing_values_beyond_u32_packing() {
         }
     }
 }
+
+/// A genes × n matrix of distinct values except that each value is, with
+/// probability `p`, one of three shared values: a few groups of ties per
+/// gene, so pairs take the bit-plane kernel's one-popcount path (few tied
+/// pairs to check) or its two-popcount one (many), depending on `p`.
+fn few_ties_matrix(rng: &mut SmallRng, genes: usize, n: usize, p: f64) -> Vec<f64> {
+    (0..genes * n)
+        .map(|_| {
+            if rng.random_bool(p) {
+                f64::from(rng.random_range(0..3u32)) - 5.0
+            } else {
+                rng.random::<f64>()
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn kernels_agree_with_few_and_many_tied_pairs() {
+    let mut rng = SmallRng::seed_from_u64(6);
+    for n in [4, 57, 64, 65, 310, 1000] {
+        for p in [0.005, 0.02, 0.05, 0.1, 0.3, 0.7] {
+            // Tie-free genes too, so groups mix the paths.
+            let mut v = few_ties_matrix(&mut rng, 6, n, p);
+            v.extend(random_matrix(&mut rng, 2, n, None));
+            check_all_kernels(&v, 8, n, &format!("few ties p={p}"));
+        }
+    }
+}
+
+#[test]
+fn kernels_agree_around_the_harley_seal_thresholds() {
+    // Plane lengths (multiples of 8 words) from 112 to 304 words: both
+    // sides of the AVX2 Harley–Seal thresholds (64 vectors: 256 words for
+    // one counted stream, 128 for the two of the tied formula) and lengths
+    // that leave a partial 16-vector block.
+    let mut rng = SmallRng::seed_from_u64(7);
+    for n in 120..=196 {
+        for levels in [None, Some(n as u32 / 4), Some(3)] {
+            let v = random_matrix(&mut rng, 3, n, levels);
+            check_all_kernels(&v, 3, n, &format!("levels={levels:?}"));
+        }
+        let v = few_ties_matrix(&mut rng, 3, n, 0.05);
+        check_all_kernels(&v, 3, n, "few ties");
+    }
+}

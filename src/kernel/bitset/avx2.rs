@@ -1,7 +1,20 @@
-//! AVX2 bit-plane kernels: four words per register, popcount by nibble
-//! lookup (`vpshufb`) and `vpsadbw` (Muła, Kurz, Lemire).
+//! AVX2 bit-plane kernels: four words per register.
+//!
+//! Popcounts are taken by nibble lookup (`vpshufb` + `vpsadbw`, Muła, Kurz,
+//! Lemire) on short planes and by a Harley–Seal carry-save adder tree on
+//! long ones ([`HARLEY_SEAL_MIN_VECTORS`]): 16 vectors are reduced with 15
+//! carry-save adders (5 logic operations each) to one vector of "sixteens"
+//! whose popcount is then taken once, instead of 16 lookups of 8 operations.
+//! The four rows of a group share each 16-vector block of the column, and
+//! the adder state of each row is carried from block to block.
 
 use std::arch::x86_64::*;
+
+/// Planes of at least this many 256-bit vectors take the Harley–Seal path;
+/// shorter ones the nibble lookup per vector (the adder tree only pays once
+/// its per-row state, kept across blocks, is amortised over enough blocks).
+/// Measured with `cargo bench --bench kernels` on Zen 5 (see the README).
+pub const HARLEY_SEAL_MIN_VECTORS: usize = 64;
 
 /// Per-64-bit-lane popcount of `v`.
 #[inline]
@@ -44,6 +57,158 @@ fn reduce(v: __m256i) -> u64 {
     _mm_cvtsi128_si64(sum) as u64
 }
 
+/// The vectors whose bits a kernel counts: `N` per word position (their
+/// popcounts are summed), for each of the four rows of a group.
+trait Stream<const N: usize> {
+    /// Vector `part` (< `N`) of row `k` at words `w..w + 4`.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2 and `w + 4` must not exceed the planes'
+    /// length. Called only from `avx2` functions, into which it is inlined.
+    unsafe fn at(&self, k: usize, w: usize, part: usize) -> __m256i;
+}
+
+/// `a_k ^ b`: discordant pairs of two genes without ties.
+struct Xor<'a> {
+    a: [&'a [u64]; 4],
+    b: &'a [u64],
+}
+
+impl Stream<1> for Xor<'_> {
+    #[inline(always)]
+    unsafe fn at(&self, k: usize, w: usize, _: usize) -> __m256i {
+        // SAFETY: the caller guarantees AVX2 and w + 4 <= len.
+        unsafe {
+            let vb = load(self.b.as_ptr().add(w));
+            let va = load(self.a[k].as_ptr().add(w));
+            _mm256_xor_si256(va, vb)
+        }
+    }
+}
+
+/// `(Gu & Lv) | (Lu & Gv)`: discordant pairs, ties allowed.
+struct Discordant<'a> {
+    gu: [&'a [u64]; 4],
+    lu: [&'a [u64]; 4],
+    gv: &'a [u64],
+    lv: &'a [u64],
+}
+
+impl Stream<1> for Discordant<'_> {
+    #[inline(always)]
+    unsafe fn at(&self, k: usize, w: usize, _: usize) -> __m256i {
+        // SAFETY: the caller guarantees AVX2 and w + 4 <= len.
+        unsafe {
+            let (g, l) = (load(self.gv.as_ptr().add(w)), load(self.lv.as_ptr().add(w)));
+            let a = load(self.gu[k].as_ptr().add(w));
+            let b = load(self.lu[k].as_ptr().add(w));
+            _mm256_or_si256(_mm256_and_si256(a, l), _mm256_and_si256(b, g))
+        }
+    }
+}
+
+/// Concordant pairs `(Gu & Gv) | (Lu & Lv)` and the complement of the
+/// discordant ones: their popcounts sum to `S + 64·words`.
+struct Signed<'a>(Discordant<'a>);
+
+impl Stream<2> for Signed<'_> {
+    #[inline(always)]
+    unsafe fn at(&self, k: usize, w: usize, part: usize) -> __m256i {
+        let p = &self.0;
+        // SAFETY: the caller guarantees AVX2 and w + 4 <= len.
+        unsafe {
+            let (g, l) = (load(p.gv.as_ptr().add(w)), load(p.lv.as_ptr().add(w)));
+            let a = load(p.gu[k].as_ptr().add(w));
+            let b = load(p.lu[k].as_ptr().add(w));
+            if part == 0 {
+                _mm256_or_si256(_mm256_and_si256(a, g), _mm256_and_si256(b, l))
+            } else {
+                let d = _mm256_or_si256(_mm256_and_si256(a, l), _mm256_and_si256(b, g));
+                _mm256_xor_si256(d, _mm256_set1_epi64x(-1))
+            }
+        }
+    }
+}
+
+/// A carry-save adder: `(high, low)` with `a + b + c = 2·high + low` per bit.
+#[inline(always)]
+unsafe fn csa(a: __m256i, b: __m256i, c: __m256i) -> (__m256i, __m256i) {
+    // SAFETY: inlined into `avx2` functions only.
+    unsafe {
+        let u = _mm256_xor_si256(a, b);
+        let high = _mm256_or_si256(_mm256_and_si256(a, b), _mm256_and_si256(u, c));
+        (high, _mm256_xor_si256(u, c))
+    }
+}
+
+/// Total popcount of the stream for each of the four rows, over `words`
+/// (a multiple of 4) words: Harley–Seal on whole 16-vector blocks, the
+/// nibble lookup on the rest. For long planes only (see
+/// [`HARLEY_SEAL_MIN_VECTORS`]); short ones take the plain loops below.
+///
+/// # Safety
+/// The CPU must support AVX2; every plane of `s` has `words` words.
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn count4<const N: usize, S: Stream<N>>(s: &S, words: usize) -> [u64; 4] {
+    let zero = _mm256_setzero_si256();
+    let mut total = [zero; 4];
+    let mut w = 0;
+    // Harley–Seal over blocks of 16 vectors (16 / N word positions).
+    let step = 64 / N;
+    {
+        let (mut ones, mut twos, mut fours, mut eights) =
+            ([zero; 4], [zero; 4], [zero; 4], [zero; 4]);
+        while w + step <= words {
+            for k in 0..4 {
+                // Vector i of this row's block: word position i / N, part i % N.
+                // SAFETY: w + step <= words, so every position is in the planes.
+                let v = |i: usize| unsafe { s.at(k, w + 4 * (i / N), i % N) };
+                // SAFETY: AVX2 is enabled here.
+                unsafe {
+                    let (o, t, f, e) = (ones[k], twos[k], fours[k], eights[k]);
+                    let (t_a, o) = csa(o, v(0), v(1));
+                    let (t_b, o) = csa(o, v(2), v(3));
+                    let (f_a, t) = csa(t, t_a, t_b);
+                    let (t_a, o) = csa(o, v(4), v(5));
+                    let (t_b, o) = csa(o, v(6), v(7));
+                    let (f_b, t) = csa(t, t_a, t_b);
+                    let (e_a, f) = csa(f, f_a, f_b);
+                    let (t_a, o) = csa(o, v(8), v(9));
+                    let (t_b, o) = csa(o, v(10), v(11));
+                    let (f_a, t) = csa(t, t_a, t_b);
+                    let (t_a, o) = csa(o, v(12), v(13));
+                    let (t_b, o) = csa(o, v(14), v(15));
+                    let (f_b, t) = csa(t, t_a, t_b);
+                    let (e_b, f) = csa(f, f_a, f_b);
+                    let (sixteens, e) = csa(e, e_a, e_b);
+                    total[k] = _mm256_add_epi64(total[k], popcnt256(sixteens));
+                    (ones[k], twos[k], fours[k], eights[k]) = (o, t, f, e);
+                }
+            }
+            w += step;
+        }
+        for k in 0..4 {
+            let t = _mm256_slli_epi64::<4>(total[k]);
+            let t = _mm256_add_epi64(t, _mm256_slli_epi64::<3>(popcnt256(eights[k])));
+            let t = _mm256_add_epi64(t, _mm256_slli_epi64::<2>(popcnt256(fours[k])));
+            let t = _mm256_add_epi64(t, _mm256_slli_epi64::<1>(popcnt256(twos[k])));
+            total[k] = _mm256_add_epi64(t, popcnt256(ones[k]));
+        }
+    }
+    while w < words {
+        for (k, total) in total.iter_mut().enumerate() {
+            for part in 0..N {
+                // SAFETY: w + 4 <= words (words is a multiple of 4).
+                let v = unsafe { s.at(k, w, part) };
+                *total = _mm256_add_epi64(*total, popcnt256(v));
+            }
+        }
+        w += 4;
+    }
+    total.map(|t| reduce(t))
+}
+
 /// `[pc(a_k ^ b) for k in 0..4]`; all slices of one length, a multiple of 4.
 ///
 /// # Safety
@@ -51,7 +216,11 @@ fn reduce(v: __m256i) -> u64 {
 #[target_feature(enable = "avx2")]
 pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     let words = b.len();
-    debug_assert!(words.is_multiple_of(4) && a.iter().all(|r| r.len() == words));
+    assert!(words.is_multiple_of(4) && a.iter().all(|r| r.len() == words));
+    if words / 4 >= HARLEY_SEAL_MIN_VECTORS {
+        // SAFETY: AVX2 (caller), planes of `words` words (checked).
+        return unsafe { count4(&Xor { a, b }, words) };
+    }
     let mut acc = [_mm256_setzero_si256(); 4];
     let mut w = 0;
     while w < words {
@@ -65,12 +234,40 @@ pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
         }
         w += 4;
     }
-    [
-        reduce(acc[0]),
-        reduce(acc[1]),
-        reduce(acc[2]),
-        reduce(acc[3]),
-    ]
+    acc.map(|t| reduce(t))
+}
+
+/// `[pc((Gu_k & Lv) | (Lu_k & Gv)) for k in 0..4]`: discordant pairs with
+/// ties allowed; slices as in [`xor_pop4`].
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+    let words = gv.len();
+    assert!(words.is_multiple_of(4) && lv.len() == words);
+    assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
+    if words / 4 >= HARLEY_SEAL_MIN_VECTORS {
+        // SAFETY: AVX2 (caller), planes of `words` words (checked).
+        return unsafe { count4(&Discordant { gu, lu, gv, lv }, words) };
+    }
+    let mut acc = [_mm256_setzero_si256(); 4];
+    let mut w = 0;
+    while w < words {
+        // SAFETY: w + 4 <= words and every slice has `words` elements.
+        unsafe {
+            let g = load(gv.as_ptr().add(w));
+            let l = load(lv.as_ptr().add(w));
+            for k in 0..4 {
+                let a = load(gu[k].as_ptr().add(w));
+                let b = load(lu[k].as_ptr().add(w));
+                let d = _mm256_or_si256(_mm256_and_si256(a, l), _mm256_and_si256(b, g));
+                acc[k] = _mm256_add_epi64(acc[k], popcnt256(d));
+            }
+        }
+        w += 4;
+    }
+    acc.map(|t| reduce(t))
 }
 
 /// `[S_k for k in 0..4]` with `S = pc((Gu & Gv) | (Lu & Lv)) - pc((Gu & Lv) | (Lu & Gv))`;
@@ -81,8 +278,14 @@ pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
 #[target_feature(enable = "avx2")]
 pub unsafe fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
     let words = gv.len();
-    debug_assert!(words.is_multiple_of(4) && lv.len() == words);
-    debug_assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
+    assert!(words.is_multiple_of(4) && lv.len() == words);
+    assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
+    if words / 2 >= HARLEY_SEAL_MIN_VECTORS {
+        // pc(c) + pc(!d) = pc(c) + 64·words - pc(d).
+        // SAFETY: AVX2 (caller), planes of `words` words (checked).
+        let sums = unsafe { count4(&Signed(Discordant { gu, lu, gv, lv }), words) };
+        return sums.map(|x| x as i64 - 64 * words as i64);
+    }
     let mut acc = [_mm256_setzero_si256(); 4];
     let mut w = 0;
     while w < words {
@@ -101,11 +304,5 @@ pub unsafe fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -
         }
         w += 4;
     }
-    [
-        reduce(acc[0]),
-        reduce(acc[1]),
-        reduce(acc[2]),
-        reduce(acc[3]),
-    ]
-    .map(|x| x as i64)
+    acc.map(|t| reduce(t) as i64)
 }

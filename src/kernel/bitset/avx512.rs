@@ -44,6 +44,42 @@ pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     ]
 }
 
+/// `[pc((Gu_k & Lv) | (Lu_k & Gv)) for k in 0..4]`: discordant pairs with
+/// ties allowed; slices as in [`xor_pop4`].
+///
+/// # Safety
+/// The CPU must support AVX-512 F and VPOPCNTDQ.
+#[target_feature(enable = "avx512f,avx512vpopcntdq")]
+pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+    let words = gv.len();
+    debug_assert!(words.is_multiple_of(8) && lv.len() == words);
+    debug_assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
+    let mut acc = [_mm512_setzero_si512(); 4];
+    let mut w = 0;
+    while w < words {
+        // SAFETY: w + 8 <= words and every slice has `words` elements.
+        unsafe {
+            let g = load(gv.as_ptr().add(w));
+            let l = load(lv.as_ptr().add(w));
+            for k in 0..4 {
+                let a = load(gu[k].as_ptr().add(w));
+                let b = load(lu[k].as_ptr().add(w));
+                // (a & l) | (b & g): one AND, then one ternary OR-with-AND.
+                let al = _mm512_and_si512(a, l);
+                let d = _mm512_ternarylogic_epi64::<0xF8>(al, b, g);
+                acc[k] = _mm512_add_epi64(acc[k], _mm512_popcnt_epi64(d));
+            }
+        }
+        w += 8;
+    }
+    [
+        _mm512_reduce_add_epi64(acc[0]) as u64,
+        _mm512_reduce_add_epi64(acc[1]) as u64,
+        _mm512_reduce_add_epi64(acc[2]) as u64,
+        _mm512_reduce_add_epi64(acc[3]) as u64,
+    ]
+}
+
 /// `[S_k for k in 0..4]` with `S = pc((Gu & Gv) | (Lu & Lv)) - pc((Gu & Lv) | (Lu & Gv))`;
 /// slices as in [`xor_pop4`].
 ///

@@ -8,6 +8,12 @@
 //! `S = pc((Gu & Gv) | (Lu & Lv)) - nd` directly. That is O(n²/64) word
 //! operations per pair with no sorting and no branches.
 //!
+//! For two tied genes without missing values, `S = pc(Tu & Tv) - 2·nd`
+//! with `T = G | L`, and `pc(Tu & Tv) = n0 - n1 - n2 + n3` (`n3`: pairs tied
+//! in both genes, from the tie groups, see [`RankedMatrix::tied_in_both`]):
+//! one popcount instead of two, taken where counting `n3` is cheaper than
+//! the popcount it saves ([`one_popcount_budget`]).
+//!
 //! Pairs are computed four rows at a time against a streamed column gene
 //! ([`Bitset::block`]), so each loaded column word serves four popcounts.
 //! Planes are padded to whole 512-bit registers: the SIMD paths have no tail
@@ -132,6 +138,24 @@ fn put_bits(plane: &mut [u64], at: usize, value: u64) {
     }
 }
 
+/// For a group of four rows and one column, the most tied-pair checks
+/// (`Σ min(n1, n2)` over the rows, see [`RankedMatrix::tied_in_both`]) for
+/// which counting `n3` and one popcount beats two popcounts, on `isa` with
+/// planes of `words` words: three quarters of `words` on AVX2 and scalar.
+/// Measured with `cargo bench --bench kernels -- 310 1000 zeros=0.05`
+/// (one group of about n/20 equal values per gene: about n²/800 tied
+/// pairs, taken) against the n/4-level ties of the default run (about
+/// 2·n0/n tied pairs per gene, left to the two-popcount path, which they
+/// were slower on). AVX-512 keeps the two-popcount path (budget zero):
+/// there VPOPCNTQ makes the second popcount one instruction per 8 words,
+/// and the one-popcount path has not been measured to pay.
+pub fn one_popcount_budget(isa: Isa, words: usize) -> u64 {
+    match isa {
+        Isa::Avx512 => 0,
+        Isa::Avx2 | Isa::Scalar => words as u64 * 3 / 4,
+    }
+}
+
 /// The bit-plane kernel over shared planes, on one instruction set.
 #[derive(Debug, Clone)]
 pub struct Bitset {
@@ -163,7 +187,11 @@ impl Bitset {
     /// to `out`. Rows are taken four at a time; a group whose rows and column
     /// have no ties and no missing values ([`RankedMatrix::untied`]) takes
     /// the `n0 - 2·pc(Gu ^ Gv)` path, so callers should list those rows
-    /// together. With missing values S is over the samples a pair shares.
+    /// together. Tied genes without missing values whose pairs tied in both
+    /// genes are cheap to count (see [`one_popcount_budget`]) take the
+    /// one-popcount path `S = (n0 - n1 - n2 + n3) - 2·nd`; the others the
+    /// two-popcount one. With missing values S is over the samples a pair
+    /// shares.
     pub fn block(
         &self,
         m: &RankedMatrix,
@@ -173,16 +201,39 @@ impl Bitset {
     ) {
         let p = &*self.planes;
         let n0 = i64::try_from(m.n0()).expect("n0 fits i64");
+        let budget = one_popcount_budget(self.isa, p.words());
         for group in rows.chunks(4) {
             let r = group.len();
             // Lanes past the group's end repeat its last row; their results are dropped.
             let idx: [usize; 4] = std::array::from_fn(|k| group[k.min(r - 1)] as usize);
             let (gu, lu) = (idx.map(|i| p.g(i)), idx.map(|i| p.l(i)));
             let rows_untied = group.iter().all(|&i| m.untied(i as usize));
+            let rows_complete = group.iter().all(|&i| !m.has_gaps(i as usize));
             let lowest = group.iter().copied().min().unwrap_or(0) as usize;
             for j in cols.start.max(lowest + 1)..cols.end {
                 let s = if rows_untied && m.untied(j) {
                     self.xor_pop4(gu, p.g(j)).map(|nd| n0 - 2 * nd as i64)
+                } else if budget > 0
+                    && rows_complete
+                    && !m.has_gaps(j)
+                    && idx[..r]
+                        .iter()
+                        .map(|&i| m.tie_pairs(i).min(m.tie_pairs(j)))
+                        .sum::<u64>()
+                        <= budget
+                {
+                    let nd = self.disc_pop4(gu, lu, p.g(j), p.l(j));
+                    let n2 = m.tie_pairs(j) as i64;
+                    std::array::from_fn(|k| {
+                        let i = idx[k];
+                        if k >= r || j <= i {
+                            return 0; // dropped below
+                        }
+                        // Pairs untied in both genes: n0 - n1 - n2 + n3.
+                        let n3 = m.tied_in_both(i, j) as i64;
+                        let untied = n0 - m.tie_pairs(i) as i64 - n2 + n3;
+                        untied - 2 * nd[k] as i64
+                    })
                 } else {
                     self.s_pop4(gu, lu, p.g(j), p.l(j))
                 };
@@ -224,6 +275,22 @@ impl Bitset {
     }
 
     #[inline]
+    fn disc_pop4(&self, gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+        match self.isa {
+            // SAFETY: `new` checked that the CPU supports this instruction set.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => unsafe { avx512::disc_pop4(gu, lu, gv, lv) },
+            // SAFETY: as above.
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => unsafe { avx2::disc_pop4(gu, lu, gv, lv) },
+            // SAFETY: `new` detected popcnt.
+            #[cfg(target_arch = "x86_64")]
+            _ if self.popcnt => unsafe { scalar::popcnt_disc_pop4(gu, lu, gv, lv) },
+            _ => scalar::disc_pop4(gu, lu, gv, lv),
+        }
+    }
+
+    #[inline]
     fn s_pop4(&self, gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
         match self.isa {
             // SAFETY: `new` checked that the CPU supports this instruction set.
@@ -260,6 +327,56 @@ mod tests {
         let mut plane = [0u64; 2];
         put_bits(&mut plane, 60, 0b1_1111);
         assert_eq!(plane, [0b1111 << 60, 0b1]);
+    }
+
+    /// The SIMD popcount loops against the scalar ones on random words,
+    /// for plane lengths around the Harley–Seal threshold and lengths that
+    /// leave a partial 16-vector block (every multiple of 8 words up to 640).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn simd_popcounts_match_scalar_at_every_length() {
+        let mut state = 0x243f_6a88_85a3_08d3u64;
+        let mut word = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let hs_words = avx2::HARLEY_SEAL_MIN_VECTORS * 4;
+        assert!(
+            hs_words < 640,
+            "lengths below cover both sides of the threshold"
+        );
+        for words in (8..=640).step_by(8) {
+            let mut plane = || (0..words).map(|_| word()).collect::<Vec<u64>>();
+            let (g, l): (Vec<_>, Vec<_>) = (0..4).map(|_| (plane(), plane())).unzip();
+            let (gv, lv) = (plane(), plane());
+            let gu: [&[u64]; 4] = std::array::from_fn(|k| g[k].as_slice());
+            let lu: [&[u64]; 4] = std::array::from_fn(|k| l[k].as_slice());
+            let xor = scalar::xor_pop4(gu, &gv);
+            let disc = scalar::disc_pop4(gu, lu, &gv, &lv);
+            let s = scalar::s_pop4(gu, lu, &gv, &lv);
+            if Isa::Avx2.is_available() {
+                // SAFETY: AVX2 detected.
+                unsafe {
+                    assert_eq!(avx2::xor_pop4(gu, &gv), xor, "avx2 xor, {words} words");
+                    assert_eq!(avx2::disc_pop4(gu, lu, &gv, &lv), disc, "avx2 nd, {words}");
+                    assert_eq!(avx2::s_pop4(gu, lu, &gv, &lv), s, "avx2 S, {words} words");
+                }
+            }
+            if Isa::Avx512.is_available() {
+                // SAFETY: AVX-512 detected.
+                unsafe {
+                    assert_eq!(avx512::xor_pop4(gu, &gv), xor, "avx512 xor, {words}");
+                    assert_eq!(
+                        avx512::disc_pop4(gu, lu, &gv, &lv),
+                        disc,
+                        "avx512 nd, {words}"
+                    );
+                    assert_eq!(avx512::s_pop4(gu, lu, &gv, &lv), s, "avx512 S, {words}");
+                }
+            }
+        }
     }
 
     #[test]

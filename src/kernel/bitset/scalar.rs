@@ -32,6 +32,19 @@ pub fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64;
     acc
 }
 
+/// `[pc((Gu_k & Lv) | (Lu_k & Gv)) for k in 0..4]`: discordant sample
+/// pairs, exact with ties in either gene.
+#[inline(always)]
+pub fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+    let mut acc = [0u64; 4];
+    for (w, (&g, &l)) in gv.iter().zip(lv).enumerate() {
+        for k in 0..4 {
+            acc[k] += u64::from(((gu[k][w] & l) | (lu[k][w] & g)).count_ones());
+        }
+    }
+    acc
+}
+
 /// [`xor_pop4`] with the POPCNT instruction.
 ///
 /// # Safety
@@ -50,4 +63,19 @@ pub unsafe fn popcnt_xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
 #[target_feature(enable = "popcnt")]
 pub unsafe fn popcnt_s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
     s_pop4(gu, lu, gv, lv)
+}
+
+/// [`disc_pop4`] with the POPCNT instruction.
+///
+/// # Safety
+/// The CPU must support `popcnt`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+pub unsafe fn popcnt_disc_pop4(
+    gu: [&[u64]; 4],
+    lu: [&[u64]; 4],
+    gv: &[u64],
+    lv: &[u64],
+) -> [u64; 4] {
+    disc_pop4(gu, lu, gv, lv)
 }
