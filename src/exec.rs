@@ -483,6 +483,8 @@ impl PairStream {
         let prepared = Arc::clone(&self.prepared);
         let m = &prepared.matrix;
         self.pacer.resume(now);
+        let computed = || prepared.pvalues.as_ref().map_or(0, PValues::computed);
+        let mut distributions = computed();
         loop {
             while self.pending_pos < self.pending.len() {
                 if self.out_tau.len() >= capacity || self.pacer.row_due(deadline) {
@@ -538,6 +540,12 @@ impl PairStream {
                     if self.wants_n {
                         self.out_n.push(stats.n as i64);
                     }
+                }
+                // A p-value that needed a distribution of its own costs up
+                // to O(n³): not a row to count on the measured spacing.
+                if prepared.pvalues.is_some() && computed() != distributions {
+                    distributions = computed();
+                    self.pacer.check_next();
                 }
             }
             if self.out_tau.len() >= capacity || self.exhausted {

@@ -36,6 +36,8 @@ pub struct Pacer {
     rows_since: usize,
     /// When the clock was last read for rows (or a block ended).
     since: Instant,
+    /// Read the clock at the next row, whatever the spacing.
+    due: bool,
 }
 
 impl Default for Pacer {
@@ -53,6 +55,7 @@ impl Pacer {
             rows_per_check: 1,
             rows_since: 0,
             since: Instant::now(),
+            due: false,
         }
     }
 
@@ -78,13 +81,20 @@ impl Pacer {
         self.resume(end);
     }
 
+    /// The last row cost far more than the ones before (e.g. its p-value
+    /// needed a distribution of its own): read the clock before the next.
+    pub fn check_next(&mut self) {
+        self.due = true;
+    }
+
     /// Call before building each row: whether `deadline` has passed. Reads
     /// the clock only every [`Pacer::rows_per_check`] rows.
     pub fn row_due(&mut self, deadline: Instant) -> bool {
         self.rows_since += 1;
-        if self.rows_since <= self.rows_per_check {
+        if self.rows_since <= self.rows_per_check && !self.due {
             return false;
         }
+        self.due = false;
         let now = Instant::now();
         // The rows since the last read, this one excluded.
         self.rows_per_check = next_size(
@@ -139,6 +149,11 @@ mod tests {
         }
         // Rows of a few ns each: the clock is read far less than once a row.
         assert!(pacer.rows_per_check() > 16, "{}", pacer.rows_per_check());
+        // A costly row: the clock is read before the next, whatever the
+        // spacing, so a deadline it passed is seen at once.
+        assert!(pacer.rows_per_check() > 1);
+        pacer.check_next();
+        assert!(pacer.row_due(Instant::now()));
         // A passed deadline is seen within rows_per_check + 1 rows.
         let past = Instant::now();
         let bound = pacer.rows_per_check() + 1;

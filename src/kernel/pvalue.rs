@@ -83,6 +83,9 @@ pub struct PValues {
     tables: Vec<OnceLock<Vec<f64>>>,
     /// Bytes of [`TABLE_BUDGET`] not yet promised to a table.
     budget: AtomicUsize,
+    /// Distributions computed so far (tables built, or cut ones for one
+    /// pair): each costs up to O(n³) steps, unlike a lookup.
+    computed: AtomicUsize,
 }
 
 impl PValues {
@@ -99,6 +102,7 @@ impl PValues {
             method,
             tables,
             budget: AtomicUsize::new(TABLE_BUDGET),
+            computed: AtomicUsize::new(0),
         };
         // The table of complete pairs, built now (off the query's streams)
         // unless the load is asked to stop meanwhile (then never needed).
@@ -121,13 +125,23 @@ impl PValues {
             return cdf.get(c).copied().unwrap_or(f64::NAN);
         }
         // Built on a query's stream, never on a stopping load: not `None`.
-        let build = |upto| exact_cdf(n, upto).unwrap_or_default();
+        let build = |upto| {
+            self.computed.fetch_add(1, Ordering::Relaxed);
+            exact_cdf(n, upto).unwrap_or_default()
+        };
         let cdf = if self.reserve(n) {
             table.get_or_init(|| build(usize::MAX))
         } else {
             &build(c)
         };
         cdf.get(c).copied().unwrap_or(f64::NAN)
+    }
+
+    /// How many exact distributions have been computed for pairs so far
+    /// (by any partition). A change tells a stream that a p-value was costly
+    /// (up to O(n³) steps), so it reads the clock before the next row.
+    pub fn computed(&self) -> usize {
+        self.computed.load(Ordering::Relaxed)
     }
 
     /// Takes the bytes of the table of n from the budget, if they are left.

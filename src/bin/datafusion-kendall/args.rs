@@ -177,11 +177,7 @@ mod tests {
         assert!(parse(&["-p", "0"]).is_err());
         assert_eq!(run(&["--maxrows", "inf"]).maxrows, None);
         assert_eq!(run(&["--maxrows=7"]).maxrows, Some(7));
-        assert!(
-            parse(&["--maxrows", "-1"])
-                .unwrap_err()
-                .contains("--maxrows")
-        );
+        assert!(parse(&["--maxrows", "-1"]).unwrap_err().contains("--maxrows"));
         assert_eq!(run(&["--format", "tsv"]).format, Format::Tsv);
     }
 }

@@ -86,7 +86,10 @@ impl ProgressBar {
     }
 
     fn stop(&mut self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).stopped = true;
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .stopped = true;
         if let Some(t) = self.ticker.take() {
             t.abort();
         }
@@ -165,10 +168,7 @@ mod tests {
             },
             Duration::from_secs(2),
         );
-        assert!(
-            line.starts_with("[########......................]"),
-            "{line}"
-        );
+        assert!(line.starts_with("[########......................]"), "{line}");
         assert!(line.contains(" 25.0%"), "{line}");
         assert!(line.contains("1.00e6 / 4.00e6 pairs"), "{line}");
         assert!(line.contains("5.00e5 pairs/s"), "{line}");

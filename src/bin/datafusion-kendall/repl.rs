@@ -42,8 +42,8 @@ impl Input {
         if std::io::stdin().is_terminal()
             && let Ok(mut editor) = DefaultEditor::new()
         {
-            let history = std::env::var_os("HOME")
-                .map(|h| PathBuf::from(h).join(".datafusion_kendall_history"));
+            let history =
+                std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".datafusion_kendall_history"));
             if let Some(h) = &history {
                 let _ = editor.load_history(h);
             }
@@ -132,11 +132,7 @@ pub async fn run(shell: &Shell) -> ExitCode {
     let mut buffer = String::new();
     let mut failed = false;
     loop {
-        let prompt = if buffer.is_empty() {
-            "kendall> "
-        } else {
-            "      -> "
-        };
+        let prompt = if buffer.is_empty() { "kendall> " } else { "      -> " };
         let line = match input.read(prompt) {
             Line::Text(line) => line,
             Line::Interrupted => {
