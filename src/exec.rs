@@ -485,11 +485,21 @@ impl PairStream {
         self.pacer.resume(now);
         let computed = || prepared.pvalues.as_ref().map_or(0, PValues::computed);
         let mut distributions = computed();
+        // Rows built since the clock was last read, and how many may be
+        // before the next read (locals: this loop runs once per pair).
+        let (mut built, mut spacing) = (0usize, self.pacer.rows_per_check());
         loop {
             while self.pending_pos < self.pending.len() {
-                if self.out_tau.len() >= capacity || self.pacer.row_due(deadline) {
+                if self.out_tau.len() >= capacity {
                     return;
                 }
+                if built >= spacing {
+                    if self.pacer.rows_done(built, deadline) {
+                        return;
+                    }
+                    (built, spacing) = (0, self.pacer.rows_per_check());
+                }
+                built += 1;
                 let p = self.pending[self.pending_pos];
                 self.pending_pos += 1;
                 if prepared
@@ -545,7 +555,7 @@ impl PairStream {
                 // to O(n³): not a row to count on the measured spacing.
                 if prepared.pvalues.is_some() && computed() != distributions {
                     distributions = computed();
-                    self.pacer.check_next();
+                    spacing = 0;
                 }
             }
             if self.out_tau.len() >= capacity || self.exhausted {
@@ -566,6 +576,7 @@ impl PairStream {
                     self.kernel.block(m, rows, cols, &mut self.pending);
                     self.pacer
                         .block_done(self.pending.len(), start, Instant::now());
+                    built = 0;
                     self.metrics.pairs.add(self.pending.len());
                 }
                 None => self.exhausted = true,

@@ -140,6 +140,7 @@ impl PValues {
     /// How many exact distributions have been computed for pairs so far
     /// (by any partition). A change tells a stream that a p-value was costly
     /// (up to O(n³) steps), so it reads the clock before the next row.
+    #[inline]
     pub fn computed(&self) -> usize {
         self.computed.load(Ordering::Relaxed)
     }

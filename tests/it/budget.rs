@@ -52,7 +52,7 @@ fn query(path: &std::path::Path) -> String {
 async fn costly_pairs_do_not_hold_a_poll() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gaps.parquet");
-    staggered_gaps(&path, 200, 300);
+    staggered_gaps(&path, 150, 250);
     let ctx = ctx(1);
     run(&ctx, SETUP).await.unwrap();
     let plan = ctx
@@ -101,14 +101,14 @@ async fn costly_pairs_do_not_hold_a_poll() {
 async fn a_cancelled_query_stops_within_the_budget() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gaps.parquet");
-    staggered_gaps(&path, 200, 300);
+    staggered_gaps(&path, 150, 250);
     // One partition: the query's stream is polled by the spawned task itself,
     // so the task ends exactly when the poll running at the abort returns.
     let ctx = ctx(1);
     run(&ctx, SETUP).await.unwrap();
     let df = ctx.sql(&query(&path)).await.unwrap();
     let task = tokio::spawn(async move { df.collect().await });
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(
         !task.is_finished(),
         "the query ended before it was cancelled"
@@ -128,15 +128,15 @@ async fn a_limit_over_a_selective_filter_returns_promptly() {
     // every poll ends within the budget, so a timeout on the query works.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("gaps.parquet");
-    staggered_gaps(&path, 200, 300);
+    staggered_gaps(&path, 150, 250);
     let ctx = ctx(1);
     run(&ctx, SETUP).await.unwrap();
     let sql = format!("{} WHERE p_value < 0 LIMIT 1", query(&path));
     let df = ctx.sql(&sql).await.unwrap();
     let started = Instant::now();
-    let r = tokio::time::timeout(Duration::from_millis(300), df.collect()).await;
+    let r = tokio::time::timeout(Duration::from_millis(200), df.collect()).await;
     let took = started.elapsed();
     assert!(r.is_err(), "the query finished: nothing was slow");
     eprintln!("timed out after {took:?}");
-    assert!(took <= Duration::from_millis(300) + bound(), "{took:?}");
+    assert!(took <= Duration::from_millis(200) + bound(), "{took:?}");
 }
