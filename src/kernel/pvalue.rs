@@ -106,10 +106,11 @@ impl PValues {
         };
         // The table of complete pairs, built now (off the query's streams)
         // unless the load is asked to stop meanwhile (then never needed).
-        if values.tables.len() > samples && values.reserve(samples) {
-            if let Some(cdf) = exact_cdf(samples, usize::MAX) {
-                let _ = values.tables[samples].set(cdf);
-            }
+        if values.tables.len() > samples
+            && values.reserve(samples)
+            && let Some(cdf) = exact_cdf(samples, usize::MAX)
+        {
+            let _ = values.tables[samples].set(cdf);
         }
         values
     }
