@@ -199,15 +199,7 @@ mod tests {
         assert_eq!(ByteSize::parse("1.5 MiB"), Some(3 << 19));
         assert_eq!(ByteSize::parse("3KB"), Some(3000));
         assert_eq!(ByteSize::parse("7B"), Some(7));
-        for bad in [
-            "-5",
-            "1e3",
-            "",
-            "GB",
-            "4 parsecs",
-            "1.5",
-            "99999999999999999999",
-        ] {
+        for bad in ["-5", "1e3", "", "GB", "4 parsecs", "1.5", "99999999999999999999"] {
             assert_eq!(ByteSize::parse(bad), None, "{bad}");
         }
     }
@@ -216,10 +208,7 @@ mod tests {
     fn options_are_refused_by_name() {
         let mut t = TileSize(5);
         let err = t.set("", "0").unwrap_err().to_string();
-        assert!(
-            err.contains("kendall.tile_size must be a whole number >= 1, got '0'"),
-            "{err}"
-        );
+        assert!(err.contains("kendall.tile_size must be a whole number >= 1, got '0'"), "{err}");
         assert!(t.set("", "-5").is_err());
         assert!(t.set("", "1e3").is_err());
         t.set("", " 64 ").unwrap();
@@ -227,17 +216,11 @@ mod tests {
         let mut m = MinPeriods(1);
         m.set("", "0").unwrap();
         let err = m.set("", "-1").unwrap_err().to_string();
-        assert!(
-            err.contains("kendall.min_periods must be a whole number >= 0"),
-            "{err}"
-        );
+        assert!(err.contains("kendall.min_periods must be a whole number >= 0"), "{err}");
         assert_eq!(m.get(), 0);
         let mut b = ByteSize(0);
         let err = b.set("", "4 parsecs").unwrap_err().to_string();
-        assert!(
-            err.contains("kendall.memory_limit must be a size in bytes"),
-            "{err}"
-        );
+        assert!(err.contains("kendall.memory_limit must be a size in bytes"), "{err}");
         assert!(err.contains("'4 parsecs'"), "{err}");
     }
 }

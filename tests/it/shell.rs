@@ -78,19 +78,10 @@ fn table_output_is_capped_and_shows_the_first_rows_before_the_query_ends() {
     stdout.read_to_string(&mut rest).unwrap();
     let status = child.wait().unwrap();
     let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
     assert!(status.success(), "{stderr}");
     assert!(still_running, "the table came only at the end:\n{table}");
-    assert_eq!(
-        table.lines().filter(|l| l.starts_with("| ")).count(),
-        41,
-        "{table}"
-    );
+    assert_eq!(table.lines().filter(|l| l.starts_with("| ")).count(), 41, "{table}");
     assert!(rest.trim().is_empty(), "more than 40 rows printed:\n{rest}");
     assert!(
         stderr.contains("1999000 row(s) fetched (40 shown; --maxrows to change)"),
@@ -104,10 +95,7 @@ fn maxrows_sets_the_cap() {
         "--maxrows",
         "3",
         "-c",
-        &format!(
-            "SELECT gene_i FROM kendall_all_pairs('{}') LIMIT 10",
-            demo()
-        ),
+        &format!("SELECT gene_i FROM kendall_all_pairs('{}') LIMIT 10", demo()),
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout).matches("| 1007_s_at").count(), 3);
@@ -152,11 +140,7 @@ fn quiet_hides_copy_counts_and_timings() {
     );
     let loud = output(&["-c", &copy]);
     assert!(loud.status.success(), "{}", text(&loud.stderr));
-    assert!(
-        text(&loud.stdout).contains("count"),
-        "{}",
-        text(&loud.stdout)
-    );
+    assert!(text(&loud.stdout).contains("count"), "{}", text(&loud.stdout));
     assert!(text(&loud.stderr).contains("row(s) fetched"));
     let quiet = output(&["-q", "-c", &copy]);
     assert!(quiet.status.success(), "{}", text(&quiet.stderr));
@@ -193,10 +177,7 @@ fn shell_commands_and_settings() {
         "Edge of a square tile of the gene × gene job matrix",
         "kendall.simd",
     ] {
-        assert!(
-            stdout.contains(needle),
-            "'{needle}' missing from:\n{stdout}"
-        );
+        assert!(stdout.contains(needle), "'{needle}' missing from:\n{stdout}");
     }
     assert!(!stdout.contains("not reached"), "{stdout}");
 }
@@ -215,11 +196,7 @@ fn ctrl_c_cancels_a_command_and_says_so() {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("Query cancelled (Ctrl-C)"), "{stderr}");
-    assert!(
-        sent.elapsed() < Duration::from_secs(2),
-        "{:?}",
-        sent.elapsed()
-    );
+    assert!(sent.elapsed() < Duration::from_secs(2), "{:?}", sent.elapsed());
 }
 
 /// A COPY stopped by Ctrl-C or by an error leaves no file at its target.
@@ -266,11 +243,7 @@ fn progress_bar_only_on_a_terminal() {
     // stderr is a pipe here: no bar, whatever the query.
     let out = output(&["-p", "1", "-c", &slow_sql()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(
-        !text(&out.stderr).contains("pairs/s"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert!(!text(&out.stderr).contains("pairs/s"), "{}", text(&out.stderr));
 }
 
 #[test]
@@ -305,11 +278,7 @@ fn instruction_set_cap_is_honoured() {
     .env("KENDALL_MAX_ISA", "scalar")
     .output()
     .unwrap();
-    assert!(
-        text(&out.stdout).contains("simd=scalar"),
-        "{}",
-        text(&out.stdout)
-    );
+    assert!(text(&out.stdout).contains("simd=scalar"), "{}", text(&out.stdout));
 }
 
 /// A shell in a tmux pseudo-terminal; `None` (with the reason printed)
@@ -324,24 +293,9 @@ impl Tmux {
             eprintln!("skipped: tmux is not installed (apt-get install tmux) — pty tests not run");
             return None;
         }
-        let socket = format!(
-            "kendall-test-{}-{}",
-            std::process::id(),
-            rand::random::<u32>()
-        );
+        let socket = format!("kendall-test-{}-{}", std::process::id(), rand::random::<u32>());
         let status = Command::new("tmux")
-            .args([
-                "-L",
-                &socket,
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-x",
-                "200",
-                "-y",
-                "60",
-            ])
+            .args(["-L", &socket, "-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "60"])
             .arg(cmd)
             .env("HOME", std::env::temp_dir())
             .status()
@@ -361,16 +315,7 @@ impl Tmux {
 
     fn screen(&self) -> String {
         let out = Command::new("tmux")
-            .args([
-                "-L",
-                &self.socket,
-                "capture-pane",
-                "-p",
-                "-t",
-                "0",
-                "-S",
-                "-200",
-            ])
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "0", "-S", "-200"])
             .output()
             .unwrap();
         text(&out.stdout)
@@ -413,9 +358,7 @@ fn terminal_line_editing_ctrl_c_and_progress() {
     // History and line editing: recall the last line, edit it.
     t.keys(&["SELECT 12 AS v;", "Enter"]);
     t.wait_for("| 12 |", 1);
-    t.keys(&[
-        "Up", "Left", "Left", "Left", "Left", "Left", "Left", "BSpace", "7", "Enter",
-    ]);
+    t.keys(&["Up", "Left", "Left", "Left", "Left", "Left", "Left", "BSpace", "7", "Enter"]);
     t.wait_for("| 17 |", 1);
     // A long query shows a progress bar, and Ctrl-C cancels it.
     t.keys(&[&slow_sql(), "Enter"]);
