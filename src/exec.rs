@@ -1,19 +1,20 @@
 //! `KendallExec`: the execution plan that computes and streams the pairs.
 //!
 //! The input is loaded and ranked once per query, lazily, by whichever
-//! partition starts first; all partitions share it. Partition `p` owns a
-//! contiguous range of tile ids, balanced by pair count, and streams batches
-//! of at most `batch_size` rows. Each poll computes for at most
-//! [`POLL_BUDGET`] before handing control back to the runtime, so `LIMIT`,
-//! cancellation and other tasks are never starved, however selective the
-//! pushed-down filter is.
+//! partition starts first; all partitions share it, and its outcome, error
+//! included (see [`crate::load`]). Partition `p` owns a contiguous range of
+//! tile ids, balanced by pair count, and streams batches of at most
+//! `batch_size` rows. Each poll computes for about [`POLL_BUDGET`] before
+//! handing control back to the runtime, paced by measured cost (see
+//! [`crate::pace`]), so `LIMIT`, cancellation and other tasks are never
+//! starved, however selective the pushed-down filter or costly a pair.
 
 use std::collections::BTreeSet;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use datafusion::arrow::array::{
     Array, ArrayRef, Float64Array, Int64Array, StringArray, UInt32Array,
@@ -46,7 +47,10 @@ use crate::kernel::bitset::BitPlanes;
 use crate::kernel::isa::Isa;
 use crate::kernel::pvalue::{PValueMethod, PValues};
 use crate::kernel::{KernelKind, PairKernel, PairNumerator, Variant, tau};
-use crate::memory::{PerQuery, QueryMemory, Reservation};
+use crate::load::{SharedLoad, checkpoint};
+use crate::memory::{QueryMemory, Reservation};
+pub use crate::pace::POLL_BUDGET;
+use crate::pace::Pacer;
 use crate::table::output_schema;
 use crate::work::{PairCursor, WorkSplit};
 
@@ -55,9 +59,6 @@ const P_VALUE_COLUMN: usize = 3;
 
 /// Index of `n` (samples a pair shares) in the output schema.
 const N_COLUMN: usize = 4;
-
-/// Longest stretch of computation in one poll of a partition's stream.
-pub const POLL_BUDGET: Duration = Duration::from_millis(20);
 
 /// What a scan computes, fixed at planning time.
 #[derive(Debug, Clone)]
@@ -111,8 +112,9 @@ pub struct KendallExec {
     spec: Arc<InputSpec>,
     config: ScanConfig,
     projection: Vec<usize>,
-    /// Built by the first partition, released by the last (see [`PerQuery`]).
-    prepared: Arc<PerQuery<Prepared>>,
+    /// Loaded by the first partition, shared by all, released by the last
+    /// (see [`SharedLoad`]).
+    prepared: Arc<SharedLoad<Prepared>>,
     /// Pairs the scan computes, once known.
     total_pairs: Arc<std::sync::OnceLock<u64>>,
     metrics: ExecutionPlanMetricsSet,
@@ -135,13 +137,19 @@ impl KendallExec {
             Boundedness::Bounded,
         )
         .with_scheduling_type(SchedulingType::Cooperative);
+        let metrics = ExecutionPlanMetricsSet::new();
+        let prepared = SharedLoad::new(
+            config.partitions,
+            MetricBuilder::new(&metrics).global_counter("input_loads"),
+            MetricBuilder::new(&metrics).global_counter("input_loads_stopped"),
+        );
         Ok(Self {
             spec,
-            prepared: Arc::new(PerQuery::new(config.partitions)),
             config,
             projection,
+            prepared: Arc::new(prepared),
             total_pairs: Arc::new(std::sync::OnceLock::new()),
-            metrics: ExecutionPlanMetricsSet::new(),
+            metrics,
             properties: Arc::new(properties),
         })
     }
@@ -209,6 +217,8 @@ pub fn plan_progress(plan: &Arc<dyn ExecutionPlan>) -> Option<Progress> {
 
 /// Reads, validates and ranks the input; splits the tiles into partitions.
 /// Values, ranks and planes are reserved in `memory` before they are built.
+/// Stops between stages (and between the batches it reads) when the query
+/// no longer wants it ([`checkpoint`]).
 fn prepare(
     spec: &InputSpec,
     config: &ScanConfig,
@@ -216,6 +226,7 @@ fn prepare(
     memory: &QueryMemory,
 ) -> Result<Prepared> {
     let loaded = input::load(spec, memory)?;
+    checkpoint()?;
     let gene_ids = loaded.genes.clone();
     let genes = gene_ids.len();
     let shape = format!("{genes} genes x {} samples", loaded.samples);
@@ -229,6 +240,7 @@ fn prepare(
     )?;
     // The values (and their reservation) are no longer needed once ranked.
     drop(loaded);
+    checkpoint()?;
     let mut planes_memory = memory.reserve(&format!("bit-planes ({shape})"), 0)?;
     let planes = if config.kernel == KernelKind::Bitset {
         let bytes = crate::kernel::bitset::plane_bytes(genes, matrix.samples());
@@ -237,6 +249,7 @@ fn prepare(
     } else {
         None
     };
+    checkpoint()?;
     let positions = |names: &BTreeSet<String>| -> Vec<u32> {
         let mut found: Vec<u32> = (0..genes)
             .filter(|&g| names.contains(gene_ids.value(g)))
@@ -256,6 +269,7 @@ fn prepare(
     };
     let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
     let pvalues = wants_p.then(|| PValues::new(config.pvalue, matrix.samples()));
+    checkpoint()?;
     Ok(Prepared {
         genes: gene_ids,
         matrix,
@@ -357,7 +371,10 @@ impl ExecutionPlan for KendallExec {
             )));
         }
         let schema = self.schema();
-        let cell = Arc::clone(&self.prepared);
+        let load = Arc::clone(&self.prepared);
+        // Counted from now until the input is there: a stream dropped
+        // before (even unpolled) lets a load nobody wants stop.
+        let interest = load.interest();
         let spec = Arc::clone(&self.spec);
         let config = self.config.clone();
         let projection = self.projection.clone();
@@ -367,20 +384,18 @@ impl ExecutionPlan for KendallExec {
         let metrics = StreamMetrics::new(&self.metrics, partition);
         let stream_schema = Arc::clone(&schema);
         let start = async move {
-            let prepared = cell
-                .get_or_try_init(|| {
+            let prepared = load
+                .get(&interest, || {
                     let (spec, config) = (Arc::clone(&spec), config.clone());
-                    async move {
-                        let prepared = tokio::task::spawn_blocking(move || {
-                            prepare(&spec, &config, wants_p, &memory)
-                        })
-                        .await
-                        .map_err(|e| DataFusionError::External(Box::new(e)))??;
+                    let (memory, total_pairs) = (memory.clone(), Arc::clone(&total_pairs));
+                    move || {
+                        let prepared = prepare(&spec, &config, wants_p, &memory)?;
                         let _ = total_pairs.set(prepared.work.total_pairs());
-                        Ok(Arc::new(prepared))
+                        Ok(prepared)
                     }
                 })
                 .await?;
+            drop(interest);
             // Partitions that waited for the load are woken by the one that
             // did it, onto its worker's LIFO slot, where no other worker can
             // steal them: yield once so they spread over the runtime.
@@ -447,6 +462,8 @@ struct PairStream {
     /// Samples each row's pair shares, when the query reads `n`.
     out_n: Vec<i64>,
     wants_n: bool,
+    /// Block sizes and clock reads, by measured cost.
+    pacer: Pacer,
     metrics: StreamMetrics,
 }
 
@@ -460,15 +477,11 @@ impl PairStream {
         metrics: StreamMetrics,
     ) -> Result<Self> {
         let samples = prepared.matrix.samples();
-        // Keep a block near 2^24 elementary steps (n² per pair for the
-        // naive kernel, less for the others), so a poll never overruns its
-        // budget by much.
-        let block_cols = ((1usize << 24) / (samples * samples).max(1)).clamp(1, 1024);
         let wants_n = projection.contains(&N_COLUMN);
         Ok(Self {
             wants_n,
             kernel: PairKernel::new(config.kernel, samples, config.isa, prepared.planes.clone())?,
-            cursor: prepared.work.cursor(partition, block_cols),
+            cursor: prepared.work.cursor(partition),
             prepared,
             exhausted: false,
             variant: config.variant,
@@ -487,6 +500,7 @@ impl PairStream {
             out_p: Vec::new(),
             out_valid: Vec::new(),
             out_n: Vec::new(),
+            pacer: Pacer::new(),
             metrics,
         })
     }
@@ -501,17 +515,30 @@ impl PairStream {
     }
 
     /// Computes pairs until the batch is full, the partition is done, or the
-    /// poll budget is spent.
-    fn fill(&mut self, deadline: Instant) {
+    /// poll budget (ending at `deadline`, set at `now`) is spent.
+    fn fill(&mut self, now: Instant, deadline: Instant) {
         let _timer = self.metrics.kernel_time.timer();
         let capacity = self.capacity();
         let prepared = Arc::clone(&self.prepared);
         let m = &prepared.matrix;
+        self.pacer.resume(now);
+        let computed = || prepared.pvalues.as_ref().map_or(0, PValues::computed);
+        let mut distributions = computed();
+        // Rows built since the clock was last read, and how many may be
+        // before the next read (locals: this loop runs once per pair).
+        let (mut built, mut spacing) = (0usize, self.pacer.rows_per_check());
         loop {
             while self.pending_pos < self.pending.len() {
                 if self.out_tau.len() >= capacity {
                     return;
                 }
+                if built >= spacing {
+                    if self.pacer.rows_done(built, deadline) {
+                        return;
+                    }
+                    (built, spacing) = (0, self.pacer.rows_per_check());
+                }
+                built += 1;
                 let p = self.pending[self.pending_pos];
                 self.pending_pos += 1;
                 if prepared
@@ -563,16 +590,32 @@ impl PairStream {
                         self.out_n.push(stats.n as i64);
                     }
                 }
+                // A p-value that needed a distribution of its own costs up
+                // to O(n³): not a row to count on the measured spacing.
+                if prepared.pvalues.is_some() && computed() != distributions {
+                    distributions = computed();
+                    spacing = 0;
+                }
             }
-            if self.out_tau.len() >= capacity || self.exhausted || Instant::now() >= deadline {
+            if self.out_tau.len() >= capacity || self.exhausted {
+                return;
+            }
+            let start = Instant::now();
+            if start >= deadline {
                 return;
             }
             self.pending.clear();
             self.pending_pos = 0;
-            match self.cursor.next_block(&prepared.work, m) {
+            match self
+                .cursor
+                .next_block(&prepared.work, m, self.pacer.block_pairs())
+            {
                 Some((rows, cols)) => {
                     let rows = &self.cursor.rows()[rows];
                     self.kernel.block(m, rows, cols, &mut self.pending);
+                    self.pacer
+                        .block_done(self.pending.len(), start, Instant::now());
+                    built = 0;
                     self.metrics.pairs.add(self.pending.len());
                 }
                 None => self.exhausted = true,
@@ -641,7 +684,8 @@ impl Stream for PairStream {
         }
         let compute = this.metrics.baseline.elapsed_compute().clone();
         let timer = compute.timer();
-        this.fill(Instant::now() + POLL_BUDGET);
+        let now = Instant::now();
+        this.fill(now, now + POLL_BUDGET);
         let full = this.out_tau.len() >= this.capacity();
         if full || (this.finished() && !this.out_tau.is_empty()) {
             let batch = this.emit();

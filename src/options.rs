@@ -81,7 +81,7 @@ kendall_options! {
     memory_limit: ByteSize = ByteSize(DEFAULT_MEMORY_LIMIT),
     /// Input layout: 'genes_as_rows', 'genes_as_columns' or 'long'.
     layout: Layout = Layout::GenesAsRows,
-    /// p-value method: 'auto' (scipy's rule), 'asymptotic' or 'exact'.
+    /// p-value method: 'auto' (scipy's rule), 'asymptotic' or 'exact' (NaN with ties, and for more than 1,000 samples unless at most one pair is discordant or concordant).
     pvalue: PValueMethod = PValueMethod::Auto,
     /// Null and NaN values: 'pairwise' (each pair uses the samples both genes have) or 'error'.
     missing: MissingValues = MissingValues::Pairwise,

@@ -1,10 +1,12 @@
 //! How a partition walks its pairs: the blocks it hands to the kernel.
 //!
 //! All pairs: the partition's contiguous range of tile ids, each tile in
-//! blocks of [`BLOCK_ROWS`] rows × up to `block_cols` columns, rows without
-//! ties first (so the bitset kernel's tie-free path covers every pair it
-//! can). Gene-targeted queries: only the pairs that touch the anchor genes
-//! of a pushed-down gene filter, split over partitions by pair count.
+//! blocks of up to [`BLOCK_ROWS`] rows × columns, rows without ties first (so
+//! the bitset kernel's tie-free path covers every pair it can). Gene-targeted
+//! queries: only the pairs that touch the anchor genes of a pushed-down gene
+//! filter, cut into runs so that every partition gets the same number of
+//! pairs (within one). The caller sizes each block by the pairs it may take
+//! (see `exec`'s pacing), so one block never holds a poll for long.
 
 use std::ops::Range;
 
@@ -12,8 +14,30 @@ use crate::gene_filter::Side;
 use crate::input::RankedMatrix;
 use crate::tiles::TileGrid;
 
-/// Rows computed per kernel call (the bitset kernel's register block).
+/// Rows computed per kernel call at most (the bitset kernel's register block).
 pub const BLOCK_ROWS: usize = 4;
+
+/// Columns of one block at most.
+pub const MAX_BLOCK_COLS: usize = 1024;
+
+/// Pairs of one block at most.
+pub const MAX_BLOCK_PAIRS: usize = BLOCK_ROWS * MAX_BLOCK_COLS;
+
+/// A run of a gene-targeted query's pairs: `(gene, j)` for `j` in `span`
+/// (`I` side, all `j > gene`), or `(i, gene)` for the `i` in `span` that are
+/// not themselves `I` anchors (`J` side, all `i < gene`; the others are
+/// counted by their `I` run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AnchorRun {
+    /// The anchor gene.
+    pub gene: u32,
+    /// Whether `gene` is the pair's `gene_i` or `gene_j`.
+    pub side: Side,
+    /// First partner position.
+    pub start: u32,
+    /// One past the last partner position.
+    pub end: u32,
+}
 
 /// The pairs of the whole query, split into partitions.
 #[derive(Debug)]
@@ -27,12 +51,14 @@ pub enum WorkSplit {
     },
     /// Only pairs touching anchor genes.
     Anchors {
-        /// Per partition, the anchors it computes: `(g, I)` stands for the
-        /// pairs `(g, j)`, `j > g`; `(g, J)` for the pairs `(i, g)`, `i < g`,
-        /// whose `i` is not itself an `I` anchor (those are already counted).
-        parts: Vec<Vec<(u32, Side)>>,
+        /// Per partition, the runs it computes.
+        parts: Vec<Vec<AnchorRun>>,
         /// Genes that are `I` anchors.
         anchor_i: Vec<bool>,
+        /// `free_before[k]`: genes in `0..k` that are not `I` anchors.
+        free_before: Vec<u32>,
+        /// Pairs over all partitions.
+        total: u64,
     },
 }
 
@@ -45,33 +71,76 @@ impl WorkSplit {
     }
 
     /// The pairs touching `anchor_i` as `gene_i` or `anchor_j` as `gene_j`
-    /// (gene positions), split contiguously over `partitions` by pair count.
+    /// (gene positions): partition `p` of `P` gets the pairs
+    /// `[T·p/P, T·(p+1)/P)` of the `T` in order, an anchor's pairs cut
+    /// into runs where a share ends.
     pub fn anchors(genes: usize, anchor_i: &[u32], anchor_j: &[u32], partitions: usize) -> Self {
         let mut is_i = vec![false; genes];
         for &g in anchor_i {
             is_i[g as usize] = true;
         }
-        let mut items: Vec<((u32, Side), u64)> = Vec::new();
-        for &g in anchor_i {
-            items.push(((g, Side::I), (genes - 1 - g as usize) as u64));
+        let mut free_before = Vec::with_capacity(genes + 1);
+        free_before.push(0u32);
+        for &x in &is_i {
+            free_before.push(free_before.last().unwrap() + u32::from(!x));
         }
-        for &g in anchor_j {
-            let before = is_i[..g as usize].iter().filter(|&&x| !x).count();
-            items.push(((g, Side::J), before as u64));
-        }
-        let total: u64 = items.iter().map(|(_, p)| p).sum();
+        let runs = anchor_i
+            .iter()
+            .map(|&g| AnchorRun {
+                gene: g,
+                side: Side::I,
+                start: g + 1,
+                end: genes as u32,
+            })
+            .chain(anchor_j.iter().map(|&g| AnchorRun {
+                gene: g,
+                side: Side::J,
+                start: 0,
+                end: g,
+            }));
+        let pairs_of = |r: &AnchorRun| -> u64 {
+            match r.side {
+                Side::I => u64::from(r.end.saturating_sub(r.start)),
+                Side::J => u64::from(free_before[r.end as usize] - free_before[r.start as usize]),
+            }
+        };
+        let runs: Vec<AnchorRun> = runs.filter(|r| pairs_of(r) > 0).collect();
+        let total: u64 = runs.iter().map(pairs_of).sum();
         let partitions = partitions.max(1);
-        let mut parts: Vec<Vec<(u32, Side)>> = vec![Vec::new(); partitions];
-        let mut done = 0u64;
-        for (item, pairs) in items {
-            // The partition whose share of the pair count this item starts in.
-            let p = ((u128::from(done) * partitions as u128) / u128::from(total.max(1))) as usize;
-            parts[p.min(partitions - 1)].push(item);
-            done += pairs;
+        // Where partition p's share starts.
+        let bound = |p: usize| ((u128::from(total) * p as u128) / partitions as u128) as u64;
+        let mut parts: Vec<Vec<AnchorRun>> = vec![Vec::new(); partitions];
+        let (mut p, mut done) = (0usize, 0u64);
+        for mut run in runs {
+            let mut left = pairs_of(&run);
+            while left > 0 {
+                while p + 1 < partitions && bound(p + 1) <= done {
+                    p += 1;
+                }
+                let take = if p + 1 == partitions {
+                    left
+                } else {
+                    left.min(bound(p + 1) - done)
+                };
+                // The position after the first `take` pairs of the run.
+                let cut = match run.side {
+                    Side::I => run.start + take as u32,
+                    Side::J => {
+                        let target = free_before[run.start as usize] + take as u32;
+                        free_before.partition_point(|&x| x < target) as u32
+                    }
+                };
+                parts[p].push(AnchorRun { end: cut, ..run });
+                run.start = cut;
+                left -= take;
+                done += take;
+            }
         }
         WorkSplit::Anchors {
             parts,
             anchor_i: is_i,
+            free_before,
+            total,
         }
     }
 
@@ -79,38 +148,27 @@ impl WorkSplit {
     pub fn total_pairs(&self) -> u64 {
         match self {
             WorkSplit::Tiles { grid, .. } => grid.total_pairs(),
-            WorkSplit::Anchors { parts, anchor_i } => {
-                let genes = anchor_i.len();
-                parts
-                    .iter()
-                    .flatten()
-                    .map(|&(g, side)| match side {
-                        Side::I => (genes - 1 - g as usize) as u64,
-                        Side::J => anchor_i[..g as usize].iter().filter(|&&x| !x).count() as u64,
-                    })
-                    .sum()
-            }
+            WorkSplit::Anchors { total, .. } => *total,
         }
     }
 
-    /// A cursor over partition `p`'s pairs, in blocks of up to `block_cols` columns.
-    pub fn cursor(&self, p: usize, block_cols: usize) -> PairCursor {
+    /// A cursor over partition `p`'s pairs.
+    pub fn cursor(&self, p: usize) -> PairCursor {
         let walk = match self {
             WorkSplit::Tiles { ranges, .. } => Walk::Tiles {
                 tiles: ranges[p].clone(),
                 cols: 0..0,
-                group: 0,
+                group: 0..0,
             },
             WorkSplit::Anchors { parts, .. } => Walk::Anchors {
-                items: parts[p].clone(),
-                item: 0,
+                runs: parts[p].clone(),
+                run: 0,
             },
         };
         PairCursor {
             walk,
             rows: Vec::new(),
             next: 0,
-            block_cols: block_cols.max(1),
         }
     }
 }
@@ -120,12 +178,12 @@ enum Walk {
     Tiles {
         tiles: Range<u64>,
         cols: Range<usize>,
-        /// Start of the current row group in `rows`.
-        group: usize,
+        /// The current row group (positions in `rows`).
+        group: Range<usize>,
     },
     Anchors {
-        items: Vec<(u32, Side)>,
-        item: usize,
+        runs: Vec<AnchorRun>,
+        run: usize,
     },
 }
 
@@ -135,24 +193,33 @@ pub struct PairCursor {
     walk: Walk,
     /// Row genes of the current tile (tiles) or block (anchors).
     rows: Vec<u32>,
-    /// Next column (tiles, `I` anchors) or row (`J` anchors) to visit.
+    /// Next column (tiles, `I` runs) or row (`J` runs) to visit.
     next: usize,
-    block_cols: usize,
 }
 
 impl PairCursor {
-    /// The next block: rows (positions in [`PairCursor::rows`]) and columns,
-    /// or `None` when the partition is done. Every pair `(i, j)` of a block
-    /// with `j > i` belongs to the partition, exactly once over all blocks.
+    /// The next block of at most `max_pairs` pairs (at least one row and one
+    /// column; a tile's row group is sized when it starts): rows (positions
+    /// in [`PairCursor::rows`]) and columns, or `None` when the partition is
+    /// done. Every pair `(i, j)` of a block with `j > i` belongs to the
+    /// partition, exactly once over all blocks.
     pub fn next_block(
         &mut self,
         split: &WorkSplit,
         m: &RankedMatrix,
+        max_pairs: usize,
     ) -> Option<(Range<usize>, Range<usize>)> {
+        let max_pairs = max_pairs.clamp(1, MAX_BLOCK_PAIRS);
         match (&mut self.walk, split) {
             (Walk::Tiles { tiles, cols, group }, WorkSplit::Tiles { grid, .. }) => loop {
-                if *group < self.rows.len() {
-                    let rows = *group..(*group + BLOCK_ROWS).min(self.rows.len());
+                if Range::is_empty(group) && group.end < self.rows.len() {
+                    // A new row group, as tall as the block size allows.
+                    let height = max_pairs.min(BLOCK_ROWS);
+                    *group = group.end..(group.end + height).min(self.rows.len());
+                    self.next = 0;
+                }
+                if !Range::is_empty(group) {
+                    let rows = group.clone();
                     // Diagonal tiles hold only j > i: skip columns no row needs.
                     let lowest = self.rows[rows.clone()]
                         .iter()
@@ -160,12 +227,12 @@ impl PairCursor {
                         .map_or(0, |&i| i as usize);
                     let start = self.next.max(cols.start).max(lowest + 1);
                     if start < cols.end {
-                        let block = start..(start + self.block_cols).min(cols.end);
+                        let width = (max_pairs / rows.len()).clamp(1, MAX_BLOCK_COLS);
+                        let block = start..(start + width).min(cols.end);
                         self.next = block.end;
                         return Some((rows, block));
                     }
-                    *group = rows.end;
-                    self.next = 0;
+                    *group = rows.end..rows.end;
                     continue;
                 }
                 let tile = tiles.next()?;
@@ -176,17 +243,17 @@ impl PairCursor {
                 self.rows
                     .extend(tile_rows.filter(|&i| !m.untied(i)).map(|i| i as u32));
                 *cols = grid.cols(tile);
-                *group = 0;
+                *group = 0..0;
                 self.next = 0;
             },
-            (Walk::Anchors { items, item }, WorkSplit::Anchors { anchor_i, .. }) => loop {
-                let &(g, side) = items.get(*item)?;
-                let g = g as usize;
-                match side {
+            (Walk::Anchors { runs, run }, WorkSplit::Anchors { anchor_i, .. }) => loop {
+                let r = *runs.get(*run)?;
+                let (g, start, end) = (r.gene as usize, r.start as usize, r.end as usize);
+                let from = self.next.max(start);
+                match r.side {
                     Side::I => {
-                        let start = self.next.max(g + 1);
-                        if start < m.genes() {
-                            let block = start..(start + self.block_cols).min(m.genes());
+                        if from < end {
+                            let block = from..(from + max_pairs).min(end);
                             self.next = block.end;
                             self.rows.clear();
                             self.rows.push(g as u32);
@@ -195,7 +262,8 @@ impl PairCursor {
                     }
                     Side::J => {
                         self.rows.clear();
-                        while self.next < g && self.rows.len() < self.block_cols {
+                        self.next = from;
+                        while self.next < end && self.rows.len() < max_pairs {
                             if !anchor_i[self.next] {
                                 self.rows.push(self.next as u32);
                             }
@@ -206,7 +274,7 @@ impl PairCursor {
                         }
                     }
                 }
-                *item += 1;
+                *run += 1;
                 self.next = 0;
             },
             _ => None,
@@ -224,21 +292,37 @@ mod tests {
     use super::*;
     use std::collections::BTreeSet;
 
-    fn visit(split: &WorkSplit, m: &RankedMatrix, parts: usize) -> Vec<(u32, u32)> {
-        let mut pairs = Vec::new();
-        for p in 0..parts {
-            let mut c = split.cursor(p, 3);
-            while let Some((rows, cols)) = c.next_block(split, m) {
-                for &i in &c.rows()[rows] {
-                    for j in cols.clone() {
-                        if j > i as usize {
-                            pairs.push((i, j as u32));
+    /// The pairs of each partition, in blocks of a size cycling through
+    /// 1, 2, 3, 5, 8 and 13 pairs.
+    fn visit_parts(split: &WorkSplit, m: &RankedMatrix, parts: usize) -> Vec<Vec<(u32, u32)>> {
+        let sizes = [1usize, 2, 3, 5, 8, 13];
+        (0..parts)
+            .map(|p| {
+                let mut pairs = Vec::new();
+                let mut c = split.cursor(p);
+                let mut k = 0;
+                while let Some((rows, cols)) = c.next_block(split, m, sizes[k % sizes.len()]) {
+                    // A tile's row group is set when it starts: a later,
+                    // smaller size still gets one column of each row.
+                    let most = sizes[k % sizes.len()].max(BLOCK_ROWS);
+                    k += 1;
+                    assert!(!rows.is_empty() && !cols.is_empty());
+                    assert!(rows.len() * cols.len() <= most);
+                    for &i in &c.rows()[rows] {
+                        for j in cols.clone() {
+                            if j > i as usize {
+                                pairs.push((i, j as u32));
+                            }
                         }
                     }
                 }
-            }
-        }
-        pairs
+                pairs
+            })
+            .collect()
+    }
+
+    fn visit(split: &WorkSplit, m: &RankedMatrix, parts: usize) -> Vec<(u32, u32)> {
+        visit_parts(split, m, parts).concat()
     }
 
     #[test]
@@ -274,6 +358,34 @@ mod tests {
                     .filter(|(i, j)| ai.contains(i) || aj.contains(j))
                     .collect();
                 assert_eq!(unique, expected, "{ai:?} {aj:?} parts {parts}");
+            }
+        }
+    }
+
+    #[test]
+    fn anchor_pairs_are_shared_evenly() {
+        let genes = 200;
+        let m = RankedMatrix::from_values(genes, 2, &vec![0.0; genes * 2]);
+        for (ai, aj) in [
+            (vec![57u32], vec![57u32]),
+            (vec![3, 150], vec![0, 199]),
+            (vec![], vec![199]),
+            (vec![10], vec![]),
+        ] {
+            for parts in [1usize, 2, 3, 4, 7, 16] {
+                let split = WorkSplit::anchors(genes, &ai, &aj, parts);
+                let per: Vec<usize> = visit_parts(&split, &m, parts)
+                    .iter()
+                    .map(Vec::len)
+                    .collect();
+                let total: usize = per.iter().sum();
+                assert_eq!(total as u64, split.total_pairs(), "{ai:?} {aj:?}");
+                // Every partition within one pair of the mean.
+                let (lo, hi) = (total / parts, total.div_ceil(parts));
+                assert!(
+                    per.iter().all(|&n| n >= lo && n <= hi),
+                    "{ai:?} {aj:?} over {parts}: {per:?}"
+                );
             }
         }
     }

@@ -322,7 +322,8 @@ fn open_parquet(file: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>> {
     })
 }
 
-/// The record batches of `file`, with read errors naming it.
+/// The record batches of `file`, with read errors naming it; an error when
+/// the load is asked to stop ([`crate::load::checkpoint`]).
 fn batches(file: &Path) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
     read_batches(file, None)
 }
@@ -348,7 +349,11 @@ fn read_batches(
     let reader = builder
         .build()
         .map_err(|e| data_error(format!("cannot read '{name}': {e}")))?;
-    Ok(reader.map(move |b| b.map_err(|e| data_error(format!("cannot read '{name}': {e}")))))
+    // A query cancelled meanwhile stops the read between batches.
+    Ok(reader.map(move |b| {
+        crate::load::checkpoint()?;
+        b.map_err(|e| data_error(format!("cannot read '{name}': {e}")))
+    }))
 }
 
 /// Column `name` of `batch` (read from `file`), cast to `to`.

@@ -62,7 +62,9 @@ enum_config_field!(PValueMethod);
 const AUTO_EXACT_MAX_SAMPLES: usize = 33;
 
 /// Largest n for which the exact distribution is tabulated; beyond it
-/// `exact` gives NaN unless c ≤ 1 (closed form).
+/// `exact` gives NaN unless c ≤ 1 (closed form). A table for n holds n²/4
+/// probabilities and takes O(n³) steps to build (about 0.3 s at n = 1,000),
+/// and with missing values each distinct n needs its own.
 pub const EXACT_MAX_SAMPLES: usize = 1000;
 
 /// Bytes the exact distribution tables of one query may take. With missing
@@ -81,6 +83,9 @@ pub struct PValues {
     tables: Vec<OnceLock<Vec<f64>>>,
     /// Bytes of [`TABLE_BUDGET`] not yet promised to a table.
     budget: AtomicUsize,
+    /// Distributions computed so far (tables built, or cut ones for one
+    /// pair): each costs up to O(n³) steps, unlike a lookup.
+    computed: AtomicUsize,
 }
 
 impl PValues {
@@ -97,10 +102,15 @@ impl PValues {
             method,
             tables,
             budget: AtomicUsize::new(TABLE_BUDGET),
+            computed: AtomicUsize::new(0),
         };
-        // The table of complete pairs, built now (off the query's streams).
-        if values.tables.len() > samples {
-            values.cdf(samples, 0);
+        // The table of complete pairs, built now (off the query's streams)
+        // unless the load is asked to stop meanwhile (then never needed).
+        if values.tables.len() > samples
+            && values.reserve(samples)
+            && let Some(cdf) = exact_cdf(samples, usize::MAX)
+        {
+            let _ = values.tables[samples].set(cdf);
         }
         values
     }
@@ -115,19 +125,35 @@ impl PValues {
         if let Some(cdf) = table.get() {
             return cdf.get(c).copied().unwrap_or(f64::NAN);
         }
+        // Built on a query's stream, never on a stopping load: not `None`.
+        let build = |upto| {
+            self.computed.fetch_add(1, Ordering::Relaxed);
+            exact_cdf(n, upto).unwrap_or_default()
+        };
+        let cdf = if self.reserve(n) {
+            table.get_or_init(|| build(usize::MAX))
+        } else {
+            &build(c)
+        };
+        cdf.get(c).copied().unwrap_or(f64::NAN)
+    }
+
+    /// How many exact distributions have been computed for pairs so far
+    /// (by any partition). A change tells a stream that a p-value was costly
+    /// (up to O(n³) steps), so it reads the clock before the next row.
+    #[inline]
+    pub fn computed(&self) -> usize {
+        self.computed.load(Ordering::Relaxed)
+    }
+
+    /// Takes the bytes of the table of n from the budget, if they are left.
+    fn reserve(&self, n: usize) -> bool {
         let bytes = (pair_count(n) as usize / 2 + 1) * std::mem::size_of::<f64>();
-        let reserved = self
-            .budget
+        self.budget
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
                 left.checked_sub(bytes)
             })
-            .is_ok();
-        let cdf = if reserved {
-            table.get_or_init(|| exact_cdf(n, usize::MAX))
-        } else {
-            &exact_cdf(n, c)
-        };
-        cdf.get(c).copied().unwrap_or(f64::NAN)
+            .is_ok()
     }
 
     /// The two-sided p-value of numerator `s` over `n` samples for genes
@@ -178,9 +204,17 @@ impl PValues {
             // 2/n! and 2/(n-1)!: one and n-1 permutations of at most 1 inversion.
             0 => 2.0 / factorial(n),
             1 => 2.0 / factorial(n - 1),
-            _ => (2.0 * self.cdf(n, c as usize)).min(1.0),
+            // No table this large: the documented NaN, never a made-up 1.
+            _ if n > EXACT_MAX_SAMPLES => f64::NAN,
+            _ => at_most_one(2.0 * self.cdf(n, c as usize)),
         }
     }
+}
+
+/// `p` capped at 1, NaN kept (`f64::min` would turn NaN into 1: a pair
+/// without an answer would then look like a certain non-correlation).
+fn at_most_one(p: f64) -> f64 {
+    if p > 1.0 { 1.0 } else { p }
 }
 
 /// `n!` in f64 (infinity from 171 on, so 2/n! becomes 0 as in scipy).
@@ -191,12 +225,16 @@ fn factorial(n: usize) -> f64 {
 /// `P(nd <= k)` for k in 0..=min(n0/2, upto) under independence: the
 /// Mahonian distribution built one element at a time, normalised at every
 /// step. Each entry depends only on smaller k, so a cut at `upto` changes
-/// no entry.
-fn exact_cdf(n: usize, upto: usize) -> Vec<f64> {
+/// no entry. `None` when the input load running on this thread is asked to
+/// stop ([`crate::load::stop_requested`]; O(n³) steps at n = 1,000 take a while).
+fn exact_cdf(n: usize, upto: usize) -> Option<Vec<f64>> {
     let half = ((pair_count(n) / 2) as usize).min(upto);
     let mut p = vec![0.0f64; half + 1];
     p[0] = 1.0;
     for j in 2..=n {
+        if crate::load::stop_requested() {
+            return None;
+        }
         // Inserting element j adds 0..j-1 inversions, uniformly.
         let mut next = vec![0.0f64; half + 1];
         let mut window = 0.0;
@@ -210,12 +248,14 @@ fn exact_cdf(n: usize, upto: usize) -> Vec<f64> {
         p = next;
     }
     let mut acc = 0.0;
-    p.iter()
-        .map(|x| {
-            acc += x;
-            acc
-        })
-        .collect()
+    Some(
+        p.iter()
+            .map(|x| {
+                acc += x;
+                acc
+            })
+            .collect(),
+    )
 }
 
 /// The normal approximation with scipy's tie-corrected variance.
@@ -238,7 +278,7 @@ mod tests {
     #[test]
     fn exact_distribution_sums_to_one_and_is_symmetric() {
         for n in [3usize, 4, 10, 33] {
-            let cdf = exact_cdf(n, usize::MAX);
+            let cdf = exact_cdf(n, usize::MAX).unwrap();
             let n0 = pair_count(n) as usize;
             // P(nd <= n0/2) is 1/2 (plus half the middle mass when n0 is even).
             let last = *cdf.last().unwrap();
@@ -252,21 +292,46 @@ mod tests {
             assert!((last - 0.5 - middle / 2.0).abs() < 1e-12, "n={n}: {last}");
         }
         // n = 4: 24 permutations, 1 with 0 inversions, 3 with 1, 5 with 2.
-        let cdf = exact_cdf(4, usize::MAX);
+        let cdf = exact_cdf(4, usize::MAX).unwrap();
         assert!((cdf[0] - 1.0 / 24.0).abs() < 1e-15);
         assert!((cdf[2] - 9.0 / 24.0).abs() < 1e-15);
     }
 
     #[test]
+    fn exact_beyond_the_tables_is_nan_not_one() {
+        let free = (
+            GeneTies {
+                tie_pairs: 0,
+                distinct: 1100,
+            },
+            VarianceTerms::default(),
+        );
+        let n = EXACT_MAX_SAMPLES + 100;
+        let n0 = pair_count(n) as i64;
+        let p = PValues::new(PValueMethod::Exact, n);
+        // tau = 0.936: c = 3.2% of n0, far in the tail.
+        let s = (n0 as f64 * 0.936) as i64 / 2 * 2 + n0 % 2;
+        assert!(p.p_value(n, s, free, free).is_nan());
+        // Closed forms stay: c = 0 and c = 1 (2/n! underflows to 0, as in scipy).
+        assert_eq!(p.p_value(n, n0, free, free), 0.0);
+        assert_eq!(p.p_value(n, n0 - 2, free, free), 0.0);
+        // The exact middle is 1.
+        let mid = PValues::new(PValueMethod::Exact, 4);
+        assert_eq!(mid.p_value(4, 0, free, free), 1.0);
+        assert!(at_most_one(f64::NAN).is_nan());
+        assert_eq!(at_most_one(1.0 + 1e-12), 1.0);
+    }
+
+    #[test]
     fn a_cut_table_gives_the_same_numbers() {
         for n in [5usize, 33, 60] {
-            let full = exact_cdf(n, usize::MAX);
+            let full = exact_cdf(n, usize::MAX).unwrap();
             for c in [0usize, 1, 7, full.len() - 1]
                 .into_iter()
                 .filter(|&c| c < full.len())
             {
                 assert_eq!(
-                    exact_cdf(n, c)[c].to_bits(),
+                    exact_cdf(n, c).unwrap()[c].to_bits(),
                     full[c].to_bits(),
                     "n={n} c={c}"
                 );

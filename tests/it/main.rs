@@ -3,11 +3,14 @@
 //! Every test binary links all of DataFusion, so one binary instead of one per
 //! file keeps `cargo test` quicker to link and far smaller on disk.
 
+mod balance;
+mod budget;
 mod common;
 mod errors;
 mod integers;
 mod kernels;
 mod layouts;
+mod load;
 mod memory;
 mod missing;
 mod pvalues;

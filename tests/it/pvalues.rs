@@ -152,3 +152,48 @@ async fn p_value_filters_are_pushed_down() {
     let err = crate::common::error(&ctx, "SET kendall.pvalue = 'fisher'").await;
     assert!(err.contains("kendall.pvalue must be one of"), "{err}");
 }
+
+/// Two genes `a`, `b` over `n` samples without ties, `b` a near copy of
+/// `a`: the first 8 values of every 40 reversed (genes_as_columns layout).
+fn near_copy(path: &std::path::Path, n: usize) {
+    use datafusion::arrow::array::{ArrayRef, Float64Array};
+    use std::sync::Arc;
+    let a: Vec<f64> = (0..n).map(|s| s as f64).collect();
+    let mut b = a.clone();
+    for chunk in b.chunks_mut(40) {
+        let k = chunk.len().min(8);
+        chunk[..k].reverse();
+    }
+    let batch = common::batch(vec![
+        ("a", Arc::new(Float64Array::from(a)) as ArrayRef),
+        ("b", Arc::new(Float64Array::from(b)) as ArrayRef),
+    ]);
+    common::write_parquet(path, &batch);
+}
+
+#[tokio::test]
+async fn exact_beyond_the_tabulated_n_is_nan_not_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.parquet");
+    near_copy(&path, 1100);
+    let sql = |method: &str| {
+        format!(
+            "SET kendall.layout = 'genes_as_columns'; SET kendall.pvalue = '{method}'; \
+             SELECT gene_i, gene_j, tau, p_value FROM kendall_all_pairs('{}')",
+            path.display()
+        )
+    };
+    let ctx = ctx(2);
+    let row = |b: &[datafusion::arrow::array::RecordBatch]| {
+        let b = b.iter().find(|b| b.num_rows() > 0).unwrap();
+        let f = |c: usize| b.column(c).as_primitive::<Float64Type>().value(0);
+        (f(2), f(3))
+    };
+    let (tau, p) = row(&run(&ctx, &sql("exact")).await.unwrap());
+    // A strong pair: it must not look like p = 1 (it used to).
+    assert!(tau > 0.9, "tau {tau}");
+    assert!(p.is_nan(), "exact p-value at n = 1,100: {p}");
+    // The pair is strongly significant, as the asymptotic p-value says.
+    let (_, p) = row(&run(&ctx, &sql("asymptotic")).await.unwrap());
+    assert!(p < 1e-100, "asymptotic {p}");
+}

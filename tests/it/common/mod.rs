@@ -157,3 +157,28 @@ pub fn simd_available(simd: &str) -> bool {
         }
     }
 }
+
+/// The `KendallExec` of a physical plan (the first found, depth first).
+pub fn kendall_exec(
+    plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+) -> &datafusion_kendall::exec::KendallExec {
+    fn find(
+        plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    ) -> Option<&datafusion_kendall::exec::KendallExec> {
+        plan.downcast_ref::<datafusion_kendall::exec::KendallExec>()
+            .or_else(|| plan.children().into_iter().find_map(find))
+    }
+    find(plan).expect("no KendallExec in the plan")
+}
+
+/// A metric of the `KendallExec` of `plan`, summed over partitions.
+pub fn kendall_metric(
+    plan: &Arc<dyn datafusion::physical_plan::ExecutionPlan>,
+    name: &str,
+) -> usize {
+    use datafusion::physical_plan::ExecutionPlan;
+    kendall_exec(plan)
+        .metrics()
+        .and_then(|m| m.sum_by_name(name))
+        .map_or(0, |v| v.as_usize())
+}

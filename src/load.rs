@@ -1,0 +1,295 @@
+//! A query's one load of its input, shared by all its partitions.
+//!
+//! The first partition that needs the input starts the load on a blocking
+//! thread; the others wait for that same load. Its outcome is kept, error
+//! included: an input whose problem shows late (a duplicate gene id in the
+//! last row) is read once per query, not once per waiting partition.
+//!
+//! When every partition stream that could use the load is dropped while it
+//! runs (the query was cancelled, or ended before any row was needed), the
+//! load is asked to stop: it checks [`checkpoint`] between stages and between
+//! the record batches it reads, and frees what it holds. A partition that
+//! asks afterwards starts a new load once the stopped one has ended, so
+//! two loads never run side by side.
+//!
+//! A loaded value is held until each of the plan's partitions has taken it,
+//! then only by the partitions' streams: it is freed (its memory
+//! reservations with it) when the last stream ends, even while the plan
+//! lives on; a plan executed again loads again. A failure is kept for good.
+
+use std::cell::RefCell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use datafusion::error::{DataFusionError, Result};
+use datafusion::physical_plan::metrics::Count;
+use tokio::sync::watch;
+
+use crate::input::FN_NAME;
+
+/// What waiters of one run of the load learn when it ends.
+#[derive(Debug, Clone)]
+enum Ended {
+    /// Loaded (the value is in [`State::outcome`]), or failed: kept for
+    /// the query.
+    Finished(std::result::Result<(), Arc<DataFusionError>>),
+    /// Stopped because nobody wanted it any more: not kept.
+    Stopped,
+}
+
+#[derive(Debug)]
+struct Run {
+    stop: Arc<AtomicBool>,
+    ended: watch::Receiver<Option<Ended>>,
+}
+
+/// What a finished load left for the partitions still to come.
+#[derive(Debug)]
+enum Kept<T> {
+    /// The value: `held` until every partition has taken it, then only
+    /// reachable through `shared` while a stream holds it.
+    Value {
+        held: Option<Arc<T>>,
+        shared: Weak<T>,
+        taken: usize,
+    },
+    /// The error, for every partition.
+    Failed(Arc<DataFusionError>),
+}
+
+#[derive(Debug)]
+struct State<T> {
+    outcome: Option<Kept<T>>,
+    running: Option<Run>,
+    /// Live [`Interest`]s.
+    interested: usize,
+}
+
+/// One query's load of a `T`, shared (see the module docs).
+#[derive(Debug)]
+pub struct SharedLoad<T> {
+    state: Mutex<State<T>>,
+    /// Partitions of the plan: the value is held until this many took it.
+    partitions: usize,
+    /// Loads started (`input_loads` in `EXPLAIN ANALYZE`).
+    started: Count,
+    /// Loads stopped before they ended (`input_loads_stopped`).
+    stopped: Count,
+}
+
+/// A partition's claim on a [`SharedLoad`]: while any is alive, a running
+/// load goes on; when the last is dropped, it is asked to stop.
+#[derive(Debug)]
+pub struct Interest<T> {
+    load: Arc<SharedLoad<T>>,
+}
+
+impl<T> Drop for Interest<T> {
+    fn drop(&mut self) {
+        let mut state = self.load.lock();
+        state.interested -= 1;
+        if state.interested == 0
+            && let Some(run) = &state.running
+        {
+            run.stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+impl<T> SharedLoad<T> {
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        // A panic while holding the lock cannot leave the state half-updated
+        // (every update is one assignment), so a poisoned lock is still good.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<T: Send + Sync + 'static> SharedLoad<T> {
+    /// A load not yet started for a plan of `partitions` partitions,
+    /// counting starts and stops in the given metrics.
+    pub fn new(partitions: usize, started: Count, stopped: Count) -> Self {
+        Self {
+            partitions: partitions.max(1),
+            state: Mutex::new(State {
+                outcome: None,
+                running: None,
+                interested: 0,
+            }),
+            started,
+            stopped,
+        }
+    }
+
+    /// Registers a partition that will (or may) call [`SharedLoad::get`].
+    pub fn interest(self: &Arc<Self>) -> Interest<T> {
+        self.lock().interested += 1;
+        Interest {
+            load: Arc::clone(self),
+        }
+    }
+
+    /// The loaded value, when a load has succeeded and the value is alive.
+    pub fn loaded(&self) -> Option<Arc<T>> {
+        match &self.lock().outcome {
+            Some(Kept::Value { held, shared, .. }) => held.clone().or_else(|| shared.upgrade()),
+            _ => None,
+        }
+    }
+
+    /// The value: the kept outcome, else the running load's, else a new
+    /// load's (`make` gives the blocking work; it is called once per load
+    /// started). `_interest` proves the caller is counted as interested.
+    pub async fn get<F, W>(self: &Arc<Self>, _interest: &Interest<T>, make: F) -> Result<Arc<T>>
+    where
+        F: Fn() -> W,
+        W: FnOnce() -> Result<T> + Send + 'static,
+    {
+        loop {
+            let mut ended = {
+                let mut state = self.lock();
+                match &mut state.outcome {
+                    Some(Kept::Failed(e)) => return Err(DataFusionError::Shared(Arc::clone(e))),
+                    Some(Kept::Value {
+                        held,
+                        shared,
+                        taken,
+                    }) => {
+                        if let Some(value) = held.clone().or_else(|| shared.upgrade()) {
+                            *taken += 1;
+                            if *taken >= self.partitions {
+                                *held = None;
+                            }
+                            return Ok(value);
+                        }
+                        // Every partition took it and every stream has
+                        // ended: the plan runs again, so load again.
+                        state.outcome = None;
+                    }
+                    None => {}
+                }
+                match &state.running {
+                    Some(run) => run.ended.clone(),
+                    None => {
+                        let (tx, rx) = watch::channel(None);
+                        let stop = Arc::new(AtomicBool::new(false));
+                        state.running = Some(Run {
+                            stop: Arc::clone(&stop),
+                            ended: rx.clone(),
+                        });
+                        self.started.add(1);
+                        let this = Arc::clone(self);
+                        let work = make();
+                        tokio::task::spawn_blocking(move || this.run(work, stop, tx));
+                        rx
+                    }
+                }
+            };
+            let ended = ended
+                .wait_for(Option::is_some)
+                .await
+                .map(|e| e.clone())
+                .ok()
+                .flatten();
+            match ended {
+                Some(Ended::Finished(Err(e))) => return Err(DataFusionError::Shared(e)),
+                // Taken from the kept value, so that this partition counts.
+                Some(Ended::Finished(Ok(()))) | Some(Ended::Stopped) => continue,
+                None => {
+                    // The blocking task was dropped unrun (the runtime is
+                    // shutting down): nothing to wait for any more.
+                    self.lock().running = None;
+                    return Err(DataFusionError::Execution(format!(
+                        "{FN_NAME}: the input load ended without a result (runtime shutting down?)"
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Runs one load on this (blocking) thread and publishes how it ended.
+    fn run<W>(&self, work: W, stop: Arc<AtomicBool>, tx: watch::Sender<Option<Ended>>)
+    where
+        W: FnOnce() -> Result<T>,
+    {
+        let result = with_stop_flag(&stop, || {
+            catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                Err(DataFusionError::Execution(format!(
+                    "{FN_NAME}: loading the input panicked: {what}"
+                )))
+            })
+        });
+        let (ended, kept) = match result {
+            Err(_) if stop.load(Ordering::Relaxed) => {
+                self.stopped.add(1);
+                (Ended::Stopped, None)
+            }
+            Err(e) => {
+                let e = Arc::new(e);
+                (Ended::Finished(Err(Arc::clone(&e))), Some(Kept::Failed(e)))
+            }
+            Ok(value) => {
+                let value = Arc::new(value);
+                let kept = Kept::Value {
+                    shared: Arc::downgrade(&value),
+                    held: Some(value),
+                    taken: 0,
+                };
+                (Ended::Finished(Ok(())), Some(kept))
+            }
+        };
+        {
+            let mut state = self.lock();
+            if kept.is_some() {
+                state.outcome = kept;
+            }
+            state.running = None;
+        }
+        // Nobody may be waiting any more: fine.
+        let _ = tx.send(Some(ended));
+    }
+}
+
+thread_local! {
+    /// The stop flag of the load running on this thread, if any.
+    static STOP: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with `flag` as this thread's stop flag (read by [`checkpoint`]).
+fn with_stop_flag<R>(flag: &Arc<AtomicBool>, f: impl FnOnce() -> R) -> R {
+    struct Reset(Option<Arc<AtomicBool>>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            STOP.with(|s| *s.borrow_mut() = previous);
+        }
+    }
+    let _reset = Reset(STOP.with(|s| s.borrow_mut().replace(Arc::clone(flag))));
+    f()
+}
+
+/// Whether the load running on this thread has been asked to stop (false
+/// outside a load, e.g. on a query's streams).
+pub fn stop_requested() -> bool {
+    STOP.with(|s| {
+        s.borrow()
+            .as_ref()
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    })
+}
+
+/// An error when the load running on this thread has been asked to stop:
+/// call it between the stages of a load and between the batches it reads.
+pub fn checkpoint() -> Result<()> {
+    if stop_requested() {
+        return Err(DataFusionError::Execution(format!(
+            "{FN_NAME}: input load stopped: the query was cancelled"
+        )));
+    }
+    Ok(())
+}
