@@ -293,3 +293,54 @@ pub fn checkpoint() -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn counted(
+        builds: &Arc<AtomicUsize>,
+        value: Result<u8>,
+    ) -> impl Fn() -> Box<dyn FnOnce() -> Result<u8> + Send> {
+        let builds = Arc::clone(builds);
+        let value = value.map_err(|e| e.to_string());
+        move || {
+            let (builds, value) = (Arc::clone(&builds), value.clone());
+            Box::new(move || {
+                builds.fetch_add(1, Ordering::Relaxed);
+                value.map_err(DataFusionError::Execution)
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn a_value_is_freed_with_the_last_stream_and_an_error_kept() {
+        let load = Arc::new(SharedLoad::new(2, Count::new(), Count::new()));
+        let builds = Arc::new(AtomicUsize::new(0));
+        let make = counted(&builds, Ok(7));
+        let (i1, i2) = (load.interest(), load.interest());
+        let a = load.get(&i1, &make).await.unwrap();
+        let b = load.get(&i2, &make).await.unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(builds.load(Ordering::Relaxed), 1);
+        drop(a);
+        assert!(load.loaded().is_some(), "partition 2 still holds it");
+        drop(b);
+        assert!(load.loaded().is_none(), "freed with the last stream");
+        // The plan executed again: loaded again.
+        let i3 = load.interest();
+        assert_eq!(*load.get(&i3, &make).await.unwrap(), 7);
+        assert_eq!(builds.load(Ordering::Relaxed), 2);
+
+        let failing = Arc::new(SharedLoad::new(3, Count::new(), Count::new()));
+        let builds = Arc::new(AtomicUsize::new(0));
+        let make = counted(&builds, Err(DataFusionError::Execution("bad row".into())));
+        for _ in 0..3 {
+            let interest = failing.interest();
+            let err = failing.get(&interest, &make).await.unwrap_err();
+            assert!(err.to_string().contains("bad row"), "{err}");
+        }
+        assert_eq!(builds.load(Ordering::Relaxed), 1, "the error is kept");
+    }
+}

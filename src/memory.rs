@@ -8,8 +8,7 @@
 //! data. Allocations are fallible ([`try_filled`]), so a size the allocator
 //! refuses is an error, never an abort.
 
-use std::future::Future;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{
@@ -54,77 +53,6 @@ impl QueryMemory {
         };
         reservation.try_grow(bytes)?;
         Ok(reservation)
-    }
-}
-
-/// Data a query builds once and all its partitions share (the ranked input
-/// and bit-planes), released when the last partition that took it is done,
-/// not when the plan is dropped: a plan can outlive its streams (the build
-/// side of a join, `EXPLAIN ANALYZE`), and the data's reservations go with it.
-///
-/// The first partition to start builds it; the others wait and take the same
-/// `Arc`. Once all `partitions` have taken it, only the streams hold it. A
-/// partition that starts after every holder is gone (a plan executed again)
-/// builds it anew.
-#[derive(Debug)]
-pub struct PerQuery<T> {
-    partitions: usize,
-    slot: tokio::sync::Mutex<Slot<T>>,
-}
-
-#[derive(Debug)]
-struct Slot<T> {
-    /// Kept until every partition has taken the data.
-    held: Option<Arc<T>>,
-    /// The data while any partition still holds it.
-    shared: Weak<T>,
-    taken: usize,
-}
-
-impl<T> PerQuery<T> {
-    /// Data for a plan of `partitions` partitions, not built yet.
-    pub fn new(partitions: usize) -> Self {
-        Self {
-            partitions,
-            slot: tokio::sync::Mutex::new(Slot {
-                held: None,
-                shared: Weak::new(),
-                taken: 0,
-            }),
-        }
-    }
-
-    /// The shared data, built by `build` when no partition holds it; a
-    /// partition calls this once. A failed build is retried by the next
-    /// partition (and fails the same way, as DataFusion reports the first).
-    pub async fn get_or_try_init<F, Fut>(&self, build: F) -> Result<Arc<T>>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Arc<T>>>,
-    {
-        let mut slot = self.slot.lock().await;
-        let data = match (slot.held.clone(), slot.shared.upgrade()) {
-            (Some(data), _) => data,
-            (None, Some(data)) => return Ok(data),
-            (None, None) => {
-                let data = build().await?;
-                slot.shared = Arc::downgrade(&data);
-                slot.held = Some(Arc::clone(&data));
-                slot.taken = 0;
-                data
-            }
-        };
-        slot.taken += 1;
-        if slot.taken >= self.partitions {
-            slot.held = None;
-        }
-        Ok(data)
-    }
-
-    /// The data, when built and still held (never waits; `None` while it is
-    /// being built).
-    pub fn current(&self) -> Option<Arc<T>> {
-        self.slot.try_lock().ok().and_then(|s| s.shared.upgrade())
     }
 }
 
@@ -260,37 +188,6 @@ mod tests {
         drop(a);
         assert_eq!(pool.reserved(), 0);
         assert_eq!(pool_available(&QueryMemory::unbounded("y").pool), None);
-    }
-
-    #[tokio::test]
-    async fn shared_data_is_released_by_the_last_partition() {
-        let shared = PerQuery::new(2);
-        let builds = std::sync::atomic::AtomicUsize::new(0);
-        let build = || async {
-            builds.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            Ok(Arc::new(vec![1u8; 10]))
-        };
-        let a = shared.get_or_try_init(build).await.unwrap();
-        assert!(shared.current().is_some());
-        let b = shared.get_or_try_init(build).await.unwrap();
-        assert!(Arc::ptr_eq(&a, &b));
-        drop(a);
-        assert!(shared.current().is_some(), "partition 2 still holds it");
-        drop(b);
-        assert!(
-            shared.current().is_none(),
-            "released with the last partition"
-        );
-        // Executed again: built anew.
-        let c = shared.get_or_try_init(build).await.unwrap();
-        assert_eq!(*c, vec![1u8; 10]);
-        assert_eq!(builds.load(std::sync::atomic::Ordering::Relaxed), 2);
-        let failing = PerQuery::<u8>::new(1);
-        let err = failing
-            .get_or_try_init(|| async { Err(DataFusionError::Execution("no".into())) })
-            .await
-            .unwrap_err();
-        assert!(err.to_string().contains("no"));
     }
 
     #[test]
