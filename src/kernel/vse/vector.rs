@@ -14,8 +14,8 @@ use std::ops::{BitAnd, BitOr, Not, Shr};
 
 use super::{block_constant, merge_constant};
 
-/// Blocks between reductions of the block-sort lane accumulators (u32
-/// lanes must not overflow).
+/// Blocks between reductions of the block-sort lane accumulators when the
+/// lanes are u32 (they must not overflow; u64 lanes are reduced at the end).
 const FLUSH_BLOCKS: u64 = 1024;
 
 /// The lane type: u32 or u64 keys, bit 0 the origin tag when counting.
@@ -214,7 +214,12 @@ pub(super) fn sort_blocks<K: Vector, const COUNT: bool>(k: &K, buf: &mut [K::Ele
     let mut blocks = 0u64;
     let mut at = 0;
     while at < n {
-        let regs = ((n - at) / w).min(K::BLOCK_REGS);
+        // Whole blocks only when the length is a multiple of the block.
+        let regs = if K::MULTIPLE.is_multiple_of(K::BLOCK_REGS * w) {
+            K::BLOCK_REGS
+        } else {
+            ((n - at) / w).min(K::BLOCK_REGS)
+        };
         let mut x = [pad; 4];
         for (r, xr) in x.iter_mut().enumerate().take(regs) {
             // SAFETY: `at + w * r + w <= n` for the `regs` registers left.
@@ -232,7 +237,7 @@ pub(super) fn sort_blocks<K: Vector, const COUNT: bool>(k: &K, buf: &mut [K::Ele
         }
         at += w * regs;
         blocks += 1;
-        if COUNT && blocks.is_multiple_of(FLUSH_BLOCKS) {
+        if COUNT && size_of::<K::Elem>() == 4 && blocks.is_multiple_of(FLUSH_BLOCKS) {
             positions += k.sum(acc);
             acc = k.zero();
         }
