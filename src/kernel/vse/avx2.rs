@@ -2,17 +2,16 @@
 //!
 //! The structure of the AVX-512 paths with narrower registers: blocks of four
 //! u32 registers (32 values) or two u64 registers (8 values) sorted by
-//! bitonic networks, then runs merged one register at a time. AVX2 has no
-//! unsigned 64-bit minimum, so the u64 networks compare with the sign bit
-//! flipped.
+//! bitonic networks, then runs merged one register at a time (the generic
+//! code of [`super::vector`] over this file's [`Vector`] implementations).
+//! AVX2 has no unsigned 64-bit minimum, so the u64 networks compare with the
+//! sign bit flipped.
 
 use std::arch::x86_64::*;
 
+use super::merge_passes;
 use super::scalar::lookup;
-use super::{SENTINEL_COUNT_U32, block_constant, merge_constant, merge_passes};
-
-/// Blocks between reductions of the u32 lane accumulators (no overflow).
-const FLUSH_BLOCKS: u64 = 1024;
+use super::vector::{self, Vector};
 
 /// `LANE_SUM[m]`: the sum of the indices of the set bits of `m`.
 const LANE_SUM: [u8; 256] = {
@@ -84,41 +83,100 @@ impl K32 {
         }
     }
 
-    /// Clears the tags (left run).
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn left(&self, x: __m256i) -> __m256i {
-        _mm256_and_si256(x, self.keep)
-    }
-
-    /// Sets the tags (right run).
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn right(&self, x: __m256i) -> __m256i {
-        _mm256_or_si256(x, self.one)
-    }
-
-    /// Replaces the tags by `pat`.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn retag(&self, x: __m256i, pat: __m256i) -> __m256i {
-        _mm256_or_si256(_mm256_and_si256(x, self.keep), pat)
-    }
-
     /// Adds the positions `pos` of the tagged lanes of `x` to `acc`.
     #[inline]
     #[target_feature(enable = "avx2")]
-    fn tally(&self, acc: &mut __m256i, x: __m256i, pos: __m256i) {
+    fn tally_pos(&self, acc: &mut __m256i, x: __m256i, pos: __m256i) {
         // sign(pos, tag) is pos where the tag is 1 and 0 where it is 0.
         let tag = _mm256_and_si256(x, self.one);
         *acc = _mm256_add_epi32(*acc, _mm256_sign_epi32(pos, tag));
     }
+}
 
-    /// Reverses the lanes.
-    #[inline]
-    #[target_feature(enable = "avx2")]
+// SAFETY: `K32` is only made by `new`, which requires AVX2 and POPCNT,
+// the features of every method.
+unsafe impl Vector for K32 {
+    type Elem = u32;
+    type V = __m256i;
+    const LANES: usize = 8;
+    const BLOCK_REGS: usize = 4;
+    const MULTIPLE: usize = 16;
+    const MERGE_ACC: bool = false;
+
+    #[inline(always)]
+    unsafe fn new() -> Self {
+        // SAFETY: the caller guarantees the CPU features.
+        unsafe { K32::new() }
+    }
+    #[inline(always)]
+    unsafe fn load(&self, p: *const u32) -> __m256i {
+        // SAFETY: the caller guarantees `p`; `self` the features.
+        unsafe { _mm256_loadu_si256(p.cast()) }
+    }
+    #[inline(always)]
+    unsafe fn store(&self, p: *mut u32, x: __m256i) {
+        // SAFETY: the caller guarantees `p`; `self` the features.
+        unsafe { _mm256_storeu_si256(p.cast(), x) }
+    }
+    #[inline(always)]
+    fn zero(&self) -> __m256i {
+        // SAFETY: `self` exists, so the CPU has the features.
+        unsafe { _mm256_setzero_si256() }
+    }
+    #[inline(always)]
+    fn splat(&self, x: u32) -> __m256i {
+        // SAFETY: as above.
+        unsafe { _mm256_set1_epi32(x as i32) }
+    }
+    #[inline(always)]
     fn reverse(&self, x: __m256i) -> __m256i {
-        _mm256_permutevar8x32_epi32(x, self.rev)
+        // SAFETY: as above.
+        unsafe { _mm256_permutevar8x32_epi32(x, self.rev) }
+    }
+    #[inline(always)]
+    fn min_max(&self, x: __m256i, y: __m256i) -> (__m256i, __m256i) {
+        // SAFETY: as above.
+        unsafe { (_mm256_min_epu32(x, y), _mm256_max_epu32(x, y)) }
+    }
+    #[inline(always)]
+    fn clean(&self, x: __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { clean8(x) }
+    }
+    #[inline(always)]
+    fn sort<const COUNT: bool>(&self, x: __m256i, acc: &mut __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { sort8::<COUNT>(self, x, acc) }
+    }
+    #[inline(always)]
+    fn left(&self, x: __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { _mm256_and_si256(x, self.keep) }
+    }
+    #[inline(always)]
+    fn right(&self, x: __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { _mm256_or_si256(x, self.one) }
+    }
+    #[inline(always)]
+    fn retag(&self, x: __m256i, pat: __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { _mm256_or_si256(_mm256_and_si256(x, self.keep), pat) }
+    }
+    #[inline(always)]
+    fn tally(&self, acc: &mut __m256i, x: __m256i, r: usize) {
+        // SAFETY: as above.
+        unsafe { self.tally_pos(acc, x, self.iota[r]) };
+    }
+    #[inline(always)]
+    fn tally_at(&self, _acc: &mut __m256i, x: __m256i, o: usize) -> u64 {
+        // SAFETY: as above.
+        unsafe { positions(o, tags32(x)) }
+    }
+    #[inline(always)]
+    fn sum(&self, acc: __m256i) -> u64 {
+        // SAFETY: as above.
+        unsafe { hsum32(acc) }
     }
 }
 
@@ -156,18 +214,6 @@ fn clean8(x: __m256i) -> __m256i {
     cas32::<0xAA>(x, _mm256_shuffle_epi32::<0xB1>(x))
 }
 
-/// Merges two sorted registers into the 8 smallest and 8 largest values,
-/// both sorted.
-#[inline]
-#[target_feature(enable = "avx2")]
-fn merge2_32(k: &K32, a: __m256i, b: __m256i) -> (__m256i, __m256i) {
-    let b = k.reverse(b);
-    (
-        clean8(_mm256_min_epu32(a, b)),
-        clean8(_mm256_max_epu32(a, b)),
-    )
-}
-
 /// Bitonic sort of one register; when `COUNT`, tags and tallies each of its
 /// three merge stages into `acc`.
 #[inline]
@@ -179,14 +225,14 @@ fn sort8<const COUNT: bool>(k: &K32, mut x: __m256i, acc: &mut __m256i) -> __m25
     }
     x = cas32::<0xAA>(x, _mm256_shuffle_epi32::<0xB1>(x));
     if COUNT {
-        k.tally(acc, x, k.lane_mod[0]);
+        k.tally_pos(acc, x, k.lane_mod[0]);
         x = k.retag(x, k.pat[1]);
     }
     // 2 + 2
     x = cas32::<0xCC>(x, _mm256_shuffle_epi32::<0x1B>(x));
     x = cas32::<0xAA>(x, _mm256_shuffle_epi32::<0xB1>(x));
     if COUNT {
-        k.tally(acc, x, k.lane_mod[1]);
+        k.tally_pos(acc, x, k.lane_mod[1]);
         x = k.retag(x, k.pat[2]);
     }
     // 4 + 4
@@ -194,181 +240,31 @@ fn sort8<const COUNT: bool>(k: &K32, mut x: __m256i, acc: &mut __m256i) -> __m25
     x = cas32::<0xCC>(x, _mm256_shuffle_epi32::<0x4E>(x));
     x = cas32::<0xAA>(x, _mm256_shuffle_epi32::<0xB1>(x));
     if COUNT {
-        k.tally(acc, x, k.iota[0]);
+        k.tally_pos(acc, x, k.iota[0]);
     }
     x
 }
 
-/// Merge constants of one 32-value block: four 8-sorts, two 8+8 merges and
-/// one 16+16 merge.
-const BLOCK32_CONSTANT: u64 =
-    4 * block_constant(8) + 2 * merge_constant(8, 8) + merge_constant(16, 16);
-
-/// Sorts four registers as one 32-value block.
-#[inline]
-#[target_feature(enable = "avx2")]
-fn block32<const COUNT: bool>(k: &K32, x: [__m256i; 4], acc: &mut __m256i) -> [__m256i; 4] {
-    let [a, b, c, d] = x;
-    let (mut a, mut b, mut c, mut d) = (
-        sort8::<COUNT>(k, a, acc),
-        sort8::<COUNT>(k, b, acc),
-        sort8::<COUNT>(k, c, acc),
-        sort8::<COUNT>(k, d, acc),
-    );
-    if COUNT {
-        (a, b, c, d) = (k.left(a), k.right(b), k.left(c), k.right(d));
-    }
-    (a, b) = merge2_32(k, a, b);
-    (c, d) = merge2_32(k, c, d);
-    if COUNT {
-        k.tally(acc, a, k.iota[0]);
-        k.tally(acc, b, k.iota[1]);
-        k.tally(acc, c, k.iota[0]);
-        k.tally(acc, d, k.iota[1]);
-        (a, b, c, d) = (k.left(a), k.left(b), k.right(c), k.right(d));
-    }
-    // [a b] ascending, [c d] reversed is descending: a bitonic 32.
-    let (rc, rd) = (k.reverse(c), k.reverse(d));
-    let (l0, h0) = (_mm256_min_epu32(a, rd), _mm256_max_epu32(a, rd));
-    let (l1, h1) = (_mm256_min_epu32(b, rc), _mm256_max_epu32(b, rc));
-    let out = [
-        clean8(_mm256_min_epu32(l0, l1)),
-        clean8(_mm256_max_epu32(l0, l1)),
-        clean8(_mm256_min_epu32(h0, h1)),
-        clean8(_mm256_max_epu32(h0, h1)),
-    ];
-    if COUNT {
-        k.tally(acc, out[0], k.iota[0]);
-        k.tally(acc, out[1], k.iota[1]);
-        k.tally(acc, out[2], k.iota[2]);
-        k.tally(acc, out[3], k.iota[3]);
-    }
-    out
-}
-
-/// Sorts every 32-value block of `buf` (length a multiple of 16; a last
-/// block of 16 values is completed in registers by the largest value).
-/// Returns the inversions within the blocks when `COUNT`.
+/// Sorts every 32-value block of `buf` (see [`vector::sort_blocks`]).
 ///
 /// # Safety
 /// The CPU must support AVX2 and POPCNT.
 #[target_feature(enable = "avx2,popcnt")]
 unsafe fn sort_blocks_32<const COUNT: bool>(buf: &mut [u32]) -> u64 {
-    let k = K32::new();
-    let n = buf.len();
-    assert!(n.is_multiple_of(16));
-    let p = buf.as_mut_ptr();
-    let pad = if COUNT { SENTINEL_COUNT_U32 } else { u32::MAX };
-    let pad = _mm256_set1_epi32(pad as i32);
-    let mut acc = _mm256_setzero_si256();
-    let mut positions = 0u64;
-    let mut blocks = 0u64;
-    let mut at = 0;
-    while at < n {
-        let regs = ((n - at) / 8).min(4);
-        let mut x = [pad; 4];
-        for (r, xr) in x.iter_mut().enumerate().take(regs) {
-            // SAFETY: `at + 8 * r + 8 <= n` for the `regs` registers left.
-            *xr = unsafe { _mm256_loadu_si256(p.add(at + 8 * r).cast()) };
-        }
-        let y = block32::<COUNT>(&k, x, &mut acc);
-        for (r, yr) in y.iter().enumerate().take(regs) {
-            // SAFETY: as for the loads.
-            unsafe { _mm256_storeu_si256(p.add(at + 8 * r).cast(), *yr) };
-        }
-        at += 8 * regs;
-        blocks += 1;
-        if COUNT && blocks.is_multiple_of(FLUSH_BLOCKS) {
-            positions += hsum32(acc);
-            acc = _mm256_setzero_si256();
-        }
-    }
-    if !COUNT {
-        return 0;
-    }
-    positions += hsum32(acc);
-    blocks * BLOCK32_CONSTANT - positions
+    // SAFETY: the caller guarantees the CPU features.
+    let k = unsafe { <K32 as Vector>::new() };
+    vector::sort_blocks::<K32, COUNT>(&k, buf)
 }
 
-/// Merges the sorted runs `l` and `r` (lengths non-zero multiples of 8) into
-/// `out`, streaming one register at a time through [`merge2_32`] with the
-/// predict-and-skip test. When `COUNT`, values are in the counting layout
-/// and the pairs `l > r` are returned.
+/// Merges two runs of whole registers (see [`vector::merge`]).
 ///
 /// # Safety
 /// The CPU must support AVX2 and POPCNT.
 #[target_feature(enable = "avx2,popcnt")]
 unsafe fn merge_32<const COUNT: bool>(l: &[u32], r: &[u32], out: &mut [u32]) -> u64 {
-    let (nl, nr) = (l.len(), r.len());
-    assert!(nl >= 8 && nr >= 8 && out.len() == nl + nr);
-    assert!(nl.is_multiple_of(8) && nr.is_multiple_of(8));
-    let k = K32::new();
-    let (lp, rp, op) = (l.as_ptr(), r.as_ptr(), out.as_mut_ptr());
-    let key_l = |x: u32| if COUNT { x & !1 } else { x };
-    let key_r = |x: u32| if COUNT { x | 1 } else { x };
-    let mut sum = 0u64;
-
-    // SAFETY: both runs hold at least one register.
-    let (mut a, mut b) = unsafe { (_mm256_loadu_si256(lp.cast()), _mm256_loadu_si256(rp.cast())) };
-    if COUNT {
-        (a, b) = (k.left(a), k.right(b));
-    }
-    let (lo, mut cur) = merge2_32(&k, a, b);
-    // SAFETY: `out` holds `nl + nr >= 16` values.
-    unsafe { _mm256_storeu_si256(op.cast(), lo) };
-    if COUNT {
-        sum += positions(0, tags32(lo));
-    }
-    let mut cur_max = key_l(l[7]).max(key_r(r[7]));
-    let (mut i, mut j) = (8, 8);
-    let total = nl + nr;
-    let mut o = 8;
-    while o + 8 < total {
-        // SAFETY: the indices are clamped into the runs.
-        let (lh, rh) = unsafe { (*lp.add(i.min(nl - 1)), *rp.add(j.min(nr - 1))) };
-        let heads_le = if COUNT { lh >> 1 <= rh >> 1 } else { lh <= rh };
-        // Some run has a register left; take the one with the smaller head.
-        let take_l = (i < nl) & ((j >= nr) | heads_le);
-        let (src, tag) = if take_l {
-            (lp.wrapping_add(i), 0)
-        } else {
-            (rp.wrapping_add(j), 1)
-        };
-        i += if take_l { 8 } else { 0 };
-        j += if take_l { 0 } else { 8 };
-        // SAFETY: `src` is the chosen run's next register, inside the run.
-        let (head, tail, mut next) = unsafe { (*src, *src.add(7), _mm256_loadu_si256(src.cast())) };
-        let (first, last) = if COUNT {
-            next = k.retag(next, _mm256_set1_epi32(tag));
-            ((head & !1) | tag as u32, (tail & !1) | tag as u32)
-        } else {
-            (head, tail)
-        };
-        let done;
-        if first >= cur_max {
-            // Predict-and-skip: every value of `next` is at least every
-            // value of `cur`, which therefore leaves as it is.
-            done = cur;
-            cur = next;
-            cur_max = last;
-        } else {
-            (done, cur) = merge2_32(&k, cur, next);
-            cur_max = cur_max.max(last);
-        }
-        // SAFETY: `o + 8 < total`.
-        unsafe { _mm256_storeu_si256(op.add(o).cast(), done) };
-        if COUNT {
-            sum += positions(o, tags32(done));
-        }
-        o += 8;
-    }
-    // SAFETY: `o + 8 == total`.
-    unsafe { _mm256_storeu_si256(op.add(o).cast(), cur) };
-    if !COUNT {
-        return 0;
-    }
-    sum += positions(o, tags32(cur));
-    merge_constant(nl as u64, nr as u64) - sum
+    // SAFETY: the caller guarantees the CPU features.
+    let k = unsafe { <K32 as Vector>::new() };
+    vector::merge::<K32, COUNT>(&k, l, r, out)
 }
 
 /// Sorts `buf` (u32 counting layout, length a multiple of 16) and returns
@@ -564,31 +460,10 @@ impl K64 {
         }
     }
 
-    /// Clears the tags (left run).
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn left(&self, x: __m256i) -> __m256i {
-        _mm256_and_si256(x, self.keep)
-    }
-
-    /// Sets the tags (right run).
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn right(&self, x: __m256i) -> __m256i {
-        _mm256_or_si256(x, self.one)
-    }
-
-    /// Replaces the tags by `pat`.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn retag(&self, x: __m256i, pat: __m256i) -> __m256i {
-        _mm256_or_si256(_mm256_and_si256(x, self.keep), pat)
-    }
-
     /// Adds the positions `pos` of the tagged lanes of `x` to `acc`.
     #[inline]
     #[target_feature(enable = "avx2")]
-    fn tally(&self, acc: &mut __m256i, x: __m256i, pos: __m256i) {
+    fn tally_pos(&self, acc: &mut __m256i, x: __m256i, pos: __m256i) {
         let tagged = _mm256_sub_epi64(_mm256_setzero_si256(), _mm256_and_si256(x, self.one));
         *acc = _mm256_add_epi64(*acc, _mm256_and_si256(pos, tagged));
     }
@@ -606,7 +481,7 @@ impl K64 {
     /// Lane-wise unsigned minimum and maximum.
     #[inline]
     #[target_feature(enable = "avx2")]
-    fn min_max(&self, x: __m256i, y: __m256i) -> (__m256i, __m256i) {
+    fn min_max64(&self, x: __m256i, y: __m256i) -> (__m256i, __m256i) {
         let gt = self.greater(x, y);
         (_mm256_blendv_epi8(x, y, gt), _mm256_blendv_epi8(y, x, gt))
     }
@@ -624,17 +499,9 @@ impl K64 {
     /// Sorts a bitonic register (half-cleaners at distance 2, 1).
     #[inline]
     #[target_feature(enable = "avx2")]
-    fn clean(&self, x: __m256i) -> __m256i {
+    fn clean4(&self, x: __m256i) -> __m256i {
         let x = self.cas(x, _mm256_permute4x64_epi64::<0x4E>(x), self.upper[1]);
         self.cas(x, _mm256_shuffle_epi32::<0x4E>(x), self.upper[0])
-    }
-
-    /// Merges two sorted registers into the 4 smallest and 4 largest values.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    fn merge2(&self, a: __m256i, b: __m256i) -> (__m256i, __m256i) {
-        let (lo, hi) = self.min_max(a, _mm256_permute4x64_epi64::<0x1B>(b));
-        (self.clean(lo), self.clean(hi))
     }
 
     /// Bitonic sort of one register, tallying when `COUNT`.
@@ -646,15 +513,102 @@ impl K64 {
         }
         x = self.cas(x, _mm256_shuffle_epi32::<0x4E>(x), self.upper[0]);
         if COUNT {
-            self.tally(acc, x, self.lane_mod2);
+            self.tally_pos(acc, x, self.lane_mod2);
             x = self.retag(x, self.pat[1]);
         }
         x = self.cas(x, _mm256_permute4x64_epi64::<0x1B>(x), self.upper[1]);
         x = self.cas(x, _mm256_shuffle_epi32::<0x4E>(x), self.upper[0]);
         if COUNT {
-            self.tally(acc, x, self.iota[0]);
+            self.tally_pos(acc, x, self.iota[0]);
         }
         x
+    }
+}
+
+// SAFETY: `K64` is only made by `new`, which requires AVX2 and POPCNT,
+// the features of every method.
+unsafe impl Vector for K64 {
+    type Elem = u64;
+    type V = __m256i;
+    const LANES: usize = 4;
+    const BLOCK_REGS: usize = 2;
+    const MULTIPLE: usize = 8;
+    const MERGE_ACC: bool = false;
+
+    #[inline(always)]
+    unsafe fn new() -> Self {
+        // SAFETY: the caller guarantees the CPU features.
+        unsafe { K64::new() }
+    }
+    #[inline(always)]
+    unsafe fn load(&self, p: *const u64) -> __m256i {
+        // SAFETY: the caller guarantees `p`; `self` the features.
+        unsafe { _mm256_loadu_si256(p.cast()) }
+    }
+    #[inline(always)]
+    unsafe fn store(&self, p: *mut u64, x: __m256i) {
+        // SAFETY: the caller guarantees `p`; `self` the features.
+        unsafe { _mm256_storeu_si256(p.cast(), x) }
+    }
+    #[inline(always)]
+    fn zero(&self) -> __m256i {
+        // SAFETY: `self` exists, so the CPU has the features.
+        unsafe { _mm256_setzero_si256() }
+    }
+    #[inline(always)]
+    fn splat(&self, x: u64) -> __m256i {
+        // SAFETY: as above.
+        unsafe { _mm256_set1_epi64x(x as i64) }
+    }
+    #[inline(always)]
+    fn reverse(&self, x: __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { _mm256_permute4x64_epi64::<0x1B>(x) }
+    }
+    #[inline(always)]
+    fn min_max(&self, x: __m256i, y: __m256i) -> (__m256i, __m256i) {
+        // SAFETY: as above.
+        unsafe { self.min_max64(x, y) }
+    }
+    #[inline(always)]
+    fn clean(&self, x: __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { self.clean4(x) }
+    }
+    #[inline(always)]
+    fn sort<const COUNT: bool>(&self, x: __m256i, acc: &mut __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { self.sort4::<COUNT>(x, acc) }
+    }
+    #[inline(always)]
+    fn left(&self, x: __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { _mm256_and_si256(x, self.keep) }
+    }
+    #[inline(always)]
+    fn right(&self, x: __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { _mm256_or_si256(x, self.one) }
+    }
+    #[inline(always)]
+    fn retag(&self, x: __m256i, pat: __m256i) -> __m256i {
+        // SAFETY: as above.
+        unsafe { _mm256_or_si256(_mm256_and_si256(x, self.keep), pat) }
+    }
+    #[inline(always)]
+    fn tally(&self, acc: &mut __m256i, x: __m256i, r: usize) {
+        // SAFETY: as above.
+        unsafe { self.tally_pos(acc, x, self.iota[r]) };
+    }
+    #[inline(always)]
+    fn tally_at(&self, _acc: &mut __m256i, x: __m256i, o: usize) -> u64 {
+        // SAFETY: as above.
+        unsafe { positions(o, tags64(x)) }
+    }
+    #[inline(always)]
+    fn sum(&self, acc: __m256i) -> u64 {
+        // SAFETY: as above.
+        unsafe { hsum64(acc) }
     }
 }
 
@@ -674,125 +628,26 @@ fn hsum64(x: __m256i) -> u64 {
     _mm_cvtsi128_si64(s) as u64
 }
 
-/// Merge constants of one 8-value block: two 4-sorts and one 4+4 merge.
-const BLOCK8_CONSTANT: u64 = 2 * block_constant(4) + merge_constant(4, 4);
-
-/// Sorts every 8-value block (two registers) of `buf` (length a multiple of
-/// 8); returns the inversions within the blocks when `COUNT`.
+/// Sorts every 8-value block of `buf` (see [`vector::sort_blocks`]).
 ///
 /// # Safety
 /// The CPU must support AVX2 and POPCNT.
 #[target_feature(enable = "avx2,popcnt")]
 unsafe fn sort_blocks_64<const COUNT: bool>(buf: &mut [u64]) -> u64 {
-    let k = K64::new();
-    let n = buf.len();
-    assert!(n.is_multiple_of(8));
-    let p = buf.as_mut_ptr();
-    let mut acc = _mm256_setzero_si256();
-    let mut at = 0;
-    while at < n {
-        // SAFETY: `at + 8 <= n`.
-        let (a, b) = unsafe {
-            (
-                _mm256_loadu_si256(p.add(at).cast()),
-                _mm256_loadu_si256(p.add(at + 4).cast()),
-            )
-        };
-        let (mut a, mut b) = (k.sort4::<COUNT>(a, &mut acc), k.sort4::<COUNT>(b, &mut acc));
-        if COUNT {
-            (a, b) = (k.left(a), k.right(b));
-        }
-        (a, b) = k.merge2(a, b);
-        if COUNT {
-            k.tally(&mut acc, a, k.iota[0]);
-            k.tally(&mut acc, b, k.iota[1]);
-        }
-        // SAFETY: as for the loads.
-        unsafe {
-            _mm256_storeu_si256(p.add(at).cast(), a);
-            _mm256_storeu_si256(p.add(at + 4).cast(), b);
-        }
-        at += 8;
-    }
-    if !COUNT {
-        return 0;
-    }
-    (n as u64 / 8) * BLOCK8_CONSTANT - hsum64(acc)
+    // SAFETY: the caller guarantees the CPU features.
+    let k = unsafe { <K64 as Vector>::new() };
+    vector::sort_blocks::<K64, COUNT>(&k, buf)
 }
 
-/// [`merge_32`] for u64 lanes (run lengths non-zero multiples of 4).
+/// [`merge_32`] for u64 lanes.
 ///
 /// # Safety
 /// The CPU must support AVX2 and POPCNT.
 #[target_feature(enable = "avx2,popcnt")]
 unsafe fn merge_64<const COUNT: bool>(l: &[u64], r: &[u64], out: &mut [u64]) -> u64 {
-    let (nl, nr) = (l.len(), r.len());
-    assert!(nl >= 4 && nr >= 4 && out.len() == nl + nr);
-    assert!(nl.is_multiple_of(4) && nr.is_multiple_of(4));
-    let k = K64::new();
-    let (lp, rp, op) = (l.as_ptr(), r.as_ptr(), out.as_mut_ptr());
-    let key_l = |x: u64| if COUNT { x & !1 } else { x };
-    let key_r = |x: u64| if COUNT { x | 1 } else { x };
-    let mut sum = 0u64;
-
-    // SAFETY: both runs hold at least one register.
-    let (mut a, mut b) = unsafe { (_mm256_loadu_si256(lp.cast()), _mm256_loadu_si256(rp.cast())) };
-    if COUNT {
-        (a, b) = (k.left(a), k.right(b));
-    }
-    let (lo, mut cur) = k.merge2(a, b);
-    // SAFETY: `out` holds `nl + nr >= 8` values.
-    unsafe { _mm256_storeu_si256(op.cast(), lo) };
-    if COUNT {
-        sum += positions(0, tags64(lo));
-    }
-    let mut cur_max = key_l(l[3]).max(key_r(r[3]));
-    let (mut i, mut j) = (4, 4);
-    let total = nl + nr;
-    let mut o = 4;
-    while o + 4 < total {
-        // SAFETY: the indices are clamped into the runs.
-        let (lh, rh) = unsafe { (*lp.add(i.min(nl - 1)), *rp.add(j.min(nr - 1))) };
-        let heads_le = if COUNT { lh >> 1 <= rh >> 1 } else { lh <= rh };
-        let take_l = (i < nl) & ((j >= nr) | heads_le);
-        let (src, tag) = if take_l {
-            (lp.wrapping_add(i), 0)
-        } else {
-            (rp.wrapping_add(j), 1)
-        };
-        i += if take_l { 4 } else { 0 };
-        j += if take_l { 0 } else { 4 };
-        // SAFETY: `src` is the chosen run's next register, inside the run.
-        let (head, tail, mut next) = unsafe { (*src, *src.add(3), _mm256_loadu_si256(src.cast())) };
-        let (first, last) = if COUNT {
-            next = k.retag(next, _mm256_set1_epi64x(tag));
-            ((head & !1) | tag as u64, (tail & !1) | tag as u64)
-        } else {
-            (head, tail)
-        };
-        let done;
-        if first >= cur_max {
-            done = cur;
-            cur = next;
-            cur_max = last;
-        } else {
-            (done, cur) = k.merge2(cur, next);
-            cur_max = cur_max.max(last);
-        }
-        // SAFETY: `o + 4 < total`.
-        unsafe { _mm256_storeu_si256(op.add(o).cast(), done) };
-        if COUNT {
-            sum += positions(o, tags64(done));
-        }
-        o += 4;
-    }
-    // SAFETY: `o + 4 == total`.
-    unsafe { _mm256_storeu_si256(op.add(o).cast(), cur) };
-    if !COUNT {
-        return 0;
-    }
-    sum += positions(o, tags64(cur));
-    merge_constant(nl as u64, nr as u64) - sum
+    // SAFETY: the caller guarantees the CPU features.
+    let k = unsafe { <K64 as Vector>::new() };
+    vector::merge::<K64, COUNT>(&k, l, r, out)
 }
 
 /// [`count_u32`] for the u64 counting layout.

@@ -2,14 +2,16 @@
 //!
 //! Blocks of four u32 registers (64 values) or two u64 registers (16 values)
 //! are sorted by bitonic networks in registers; runs are then merged one
-//! register at a time through a bitonic merge network ([`merge2_32`],
-//! [`merge2_64`]). When counting, bit 0 of every value is its origin tag
-//! (see the parent module).
+//! register at a time through a bitonic merge network. When counting, bit 0
+//! of every value is its origin tag (see the parent module). The block sort
+//! and the merge are the generic ones of [`super::vector`]; this file holds
+//! the [`Vector`] implementations: the in-register networks and tallies.
 
 use std::arch::x86_64::*;
 
+use super::merge_passes;
 use super::scalar::lookup;
-use super::{SENTINEL_COUNT_U32, block_constant, merge_constant, merge_passes};
+use super::vector::{self, Vector};
 
 /// Sum of the sixteen u32 lanes, widened first: a merge of up to 2^31
 /// values can sum past u32 even though no lane overflows.
@@ -20,9 +22,6 @@ fn sum_lanes(x: __m512i) -> u64 {
     let hi = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64::<1>(x));
     _mm512_reduce_add_epi64(_mm512_add_epi64(lo, hi)) as u64
 }
-
-/// Blocks between reductions of the u32 lane accumulators (no overflow).
-const FLUSH_BLOCKS: u64 = 1024;
 
 // ----------------------------------------------------------------------------
 // u32, 16 lanes
@@ -69,36 +68,102 @@ impl K32 {
         }
     }
 
-    /// Clears the tags (left run).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn left(&self, x: __m512i) -> __m512i {
-        _mm512_and_si512(x, self.keep)
-    }
-
-    /// Sets the tags (right run).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn right(&self, x: __m512i) -> __m512i {
-        _mm512_or_si512(x, self.one)
-    }
-
-    /// Replaces the tags by `pat`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn retag(&self, x: __m512i, pat: __m512i) -> __m512i {
-        // (x & keep) | pat
-        _mm512_ternarylogic_epi32::<0xEA>(x, self.keep, pat)
-    }
-
     /// Adds the positions `pos` of the tagged lanes of `x` to `acc`; returns
     /// the number of tagged lanes.
     #[inline]
     #[target_feature(enable = "avx512f,popcnt")]
-    fn tally(&self, acc: &mut __m512i, x: __m512i, pos: __m512i) -> u64 {
+    fn tally_pos(&self, acc: &mut __m512i, x: __m512i, pos: __m512i) -> u64 {
         let tagged = _mm512_test_epi32_mask(x, self.one);
         *acc = _mm512_mask_add_epi32(*acc, tagged, *acc, pos);
         u64::from(tagged.count_ones())
+    }
+}
+
+// SAFETY: `K32` is only made by `new`, which requires AVX-512F and POPCNT,
+// the features of every method.
+unsafe impl Vector for K32 {
+    type Elem = u32;
+    type V = __m512i;
+    const LANES: usize = 16;
+    const BLOCK_REGS: usize = 4;
+    const MULTIPLE: usize = 16;
+    const MERGE_ACC: bool = true;
+
+    #[inline(always)]
+    unsafe fn new() -> Self {
+        // SAFETY: the caller guarantees the CPU features.
+        unsafe { K32::new() }
+    }
+    #[inline(always)]
+    unsafe fn load(&self, p: *const u32) -> __m512i {
+        // SAFETY: the caller guarantees `p`; `self` the features.
+        unsafe { _mm512_loadu_si512(p.cast()) }
+    }
+    #[inline(always)]
+    unsafe fn store(&self, p: *mut u32, x: __m512i) {
+        // SAFETY: the caller guarantees `p`; `self` the features.
+        unsafe { _mm512_storeu_si512(p.cast(), x) }
+    }
+    #[inline(always)]
+    fn zero(&self) -> __m512i {
+        // SAFETY: `self` exists, so the CPU has the features.
+        unsafe { _mm512_setzero_si512() }
+    }
+    #[inline(always)]
+    fn splat(&self, x: u32) -> __m512i {
+        // SAFETY: as above.
+        unsafe { _mm512_set1_epi32(x as i32) }
+    }
+    #[inline(always)]
+    fn reverse(&self, x: __m512i) -> __m512i {
+        // SAFETY: as above.
+        unsafe { _mm512_permutexvar_epi32(self.rev, x) }
+    }
+    #[inline(always)]
+    fn min_max(&self, x: __m512i, y: __m512i) -> (__m512i, __m512i) {
+        // SAFETY: as above.
+        unsafe { (_mm512_min_epu32(x, y), _mm512_max_epu32(x, y)) }
+    }
+    #[inline(always)]
+    fn clean(&self, x: __m512i) -> __m512i {
+        // SAFETY: as above.
+        unsafe { clean16(x) }
+    }
+    #[inline(always)]
+    fn sort<const COUNT: bool>(&self, x: __m512i, acc: &mut __m512i) -> __m512i {
+        // SAFETY: as above.
+        unsafe { sort16::<COUNT>(self, x, acc) }
+    }
+    #[inline(always)]
+    fn left(&self, x: __m512i) -> __m512i {
+        // SAFETY: as above.
+        unsafe { _mm512_and_si512(x, self.keep) }
+    }
+    #[inline(always)]
+    fn right(&self, x: __m512i) -> __m512i {
+        // SAFETY: as above.
+        unsafe { _mm512_or_si512(x, self.one) }
+    }
+    #[inline(always)]
+    fn retag(&self, x: __m512i, pat: __m512i) -> __m512i {
+        // (x & keep) | pat
+        // SAFETY: as above.
+        unsafe { _mm512_ternarylogic_epi32::<0xEA>(x, self.keep, pat) }
+    }
+    #[inline(always)]
+    fn tally(&self, acc: &mut __m512i, x: __m512i, r: usize) {
+        // SAFETY: as above.
+        unsafe { self.tally_pos(acc, x, self.iota[r]) };
+    }
+    #[inline(always)]
+    fn tally_at(&self, acc: &mut __m512i, x: __m512i, o: usize) -> u64 {
+        // SAFETY: as above.
+        o as u64 * unsafe { self.tally_pos(acc, x, self.iota[0]) }
+    }
+    #[inline(always)]
+    fn sum(&self, acc: __m512i) -> u64 {
+        // SAFETY: as above.
+        unsafe { sum_lanes(acc) }
     }
 }
 
@@ -120,18 +185,6 @@ fn clean16(x: __m512i) -> __m512i {
     cas32(x, _mm512_shuffle_epi32::<0xB1>(x), 0xAAAA)
 }
 
-/// Merges two sorted registers into the 16 smallest and 16 largest values,
-/// both sorted.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn merge2_32(k: &K32, a: __m512i, b: __m512i) -> (__m512i, __m512i) {
-    let b = _mm512_permutexvar_epi32(k.rev, b);
-    (
-        clean16(_mm512_min_epu32(a, b)),
-        clean16(_mm512_max_epu32(a, b)),
-    )
-}
-
 /// Bitonic sort of one register; when `COUNT`, tags and tallies each of its
 /// four merge stages into `acc`.
 #[inline]
@@ -143,14 +196,14 @@ fn sort16<const COUNT: bool>(k: &K32, mut x: __m512i, acc: &mut __m512i) -> __m5
     }
     x = cas32(x, _mm512_shuffle_epi32::<0xB1>(x), 0xAAAA);
     if COUNT {
-        k.tally(acc, x, k.lane_mod[0]);
+        k.tally_pos(acc, x, k.lane_mod[0]);
         x = k.retag(x, k.pat[1]);
     }
     // 2 + 2
     x = cas32(x, _mm512_shuffle_epi32::<0x1B>(x), 0xCCCC);
     x = cas32(x, _mm512_shuffle_epi32::<0xB1>(x), 0xAAAA);
     if COUNT {
-        k.tally(acc, x, k.lane_mod[1]);
+        k.tally_pos(acc, x, k.lane_mod[1]);
         x = k.retag(x, k.pat[2]);
     }
     // 4 + 4
@@ -158,7 +211,7 @@ fn sort16<const COUNT: bool>(k: &K32, mut x: __m512i, acc: &mut __m512i) -> __m5
     x = cas32(x, _mm512_shuffle_epi32::<0x4E>(x), 0xCCCC);
     x = cas32(x, _mm512_shuffle_epi32::<0xB1>(x), 0xAAAA);
     if COUNT {
-        k.tally(acc, x, k.lane_mod[2]);
+        k.tally_pos(acc, x, k.lane_mod[2]);
         x = k.retag(x, k.pat[3]);
     }
     // 8 + 8
@@ -167,186 +220,31 @@ fn sort16<const COUNT: bool>(k: &K32, mut x: __m512i, acc: &mut __m512i) -> __m5
     x = cas32(x, _mm512_shuffle_epi32::<0x4E>(x), 0xCCCC);
     x = cas32(x, _mm512_shuffle_epi32::<0xB1>(x), 0xAAAA);
     if COUNT {
-        k.tally(acc, x, k.iota[0]);
+        k.tally_pos(acc, x, k.iota[0]);
     }
     x
 }
 
-/// Merge constants of one 64-value block: four 16-sorts, two 16+16 merges
-/// and one 32+32 merge.
-const BLOCK64_CONSTANT: u64 =
-    4 * block_constant(16) + 2 * merge_constant(16, 16) + merge_constant(32, 32);
-
-/// Sorts four registers as one 64-value block.
-#[inline]
-#[target_feature(enable = "avx512f,popcnt")]
-fn block64<const COUNT: bool>(k: &K32, x: [__m512i; 4], acc: &mut __m512i) -> [__m512i; 4] {
-    let [a, b, c, d] = x;
-    let (mut a, mut b, mut c, mut d) = (
-        sort16::<COUNT>(k, a, acc),
-        sort16::<COUNT>(k, b, acc),
-        sort16::<COUNT>(k, c, acc),
-        sort16::<COUNT>(k, d, acc),
-    );
-    if COUNT {
-        (a, b, c, d) = (k.left(a), k.right(b), k.left(c), k.right(d));
-    }
-    (a, b) = merge2_32(k, a, b);
-    (c, d) = merge2_32(k, c, d);
-    if COUNT {
-        k.tally(acc, a, k.iota[0]);
-        k.tally(acc, b, k.iota[1]);
-        k.tally(acc, c, k.iota[0]);
-        k.tally(acc, d, k.iota[1]);
-        (a, b, c, d) = (k.left(a), k.left(b), k.right(c), k.right(d));
-    }
-    // [a b] ascending, [c d] reversed is descending: a bitonic 64.
-    let (rc, rd) = (
-        _mm512_permutexvar_epi32(k.rev, c),
-        _mm512_permutexvar_epi32(k.rev, d),
-    );
-    let (l0, h0) = (_mm512_min_epu32(a, rd), _mm512_max_epu32(a, rd));
-    let (l1, h1) = (_mm512_min_epu32(b, rc), _mm512_max_epu32(b, rc));
-    let out = [
-        clean16(_mm512_min_epu32(l0, l1)),
-        clean16(_mm512_max_epu32(l0, l1)),
-        clean16(_mm512_min_epu32(h0, h1)),
-        clean16(_mm512_max_epu32(h0, h1)),
-    ];
-    if COUNT {
-        for (r, pos) in out.iter().zip(k.iota) {
-            k.tally(acc, *r, pos);
-        }
-    }
-    out
-}
-
-/// Sorts every 64-value block of `buf` (length a multiple of 16; a last
-/// block of 16–48 values is completed in registers by the largest value).
-/// Returns the inversions within the blocks when `COUNT`.
+/// Sorts every 64-value block of `buf` (see [`vector::sort_blocks`]).
 ///
 /// # Safety
 /// The CPU must support AVX-512F and POPCNT.
 #[target_feature(enable = "avx512f,popcnt")]
 unsafe fn sort_blocks_32<const COUNT: bool>(buf: &mut [u32]) -> u64 {
-    let k = K32::new();
-    let n = buf.len();
-    assert!(n.is_multiple_of(16));
-    let p = buf.as_mut_ptr();
-    let pad = if COUNT { SENTINEL_COUNT_U32 } else { u32::MAX };
-    let pad = _mm512_set1_epi32(pad as i32);
-    let mut acc = _mm512_setzero_si512();
-    let mut positions = 0u64;
-    let mut blocks = 0u64;
-    let mut at = 0;
-    while at < n {
-        let regs = ((n - at) / 16).min(4);
-        let mut x = [pad; 4];
-        for (r, xr) in x.iter_mut().enumerate().take(regs) {
-            // SAFETY: `at + 16 * r + 16 <= n` for the `regs` registers left.
-            *xr = unsafe { _mm512_loadu_si512(p.add(at + 16 * r).cast()) };
-        }
-        let y = block64::<COUNT>(&k, x, &mut acc);
-        for (r, yr) in y.iter().enumerate().take(regs) {
-            // SAFETY: as for the loads.
-            unsafe { _mm512_storeu_si512(p.add(at + 16 * r).cast(), *yr) };
-        }
-        at += 16 * regs;
-        blocks += 1;
-        if COUNT && blocks.is_multiple_of(FLUSH_BLOCKS) {
-            positions += sum_lanes(acc);
-            acc = _mm512_setzero_si512();
-        }
-    }
-    if !COUNT {
-        return 0;
-    }
-    positions += sum_lanes(acc);
-    blocks * BLOCK64_CONSTANT - positions
+    // SAFETY: the caller guarantees the CPU features.
+    let k = unsafe { <K32 as Vector>::new() };
+    vector::sort_blocks::<K32, COUNT>(&k, buf)
 }
 
-/// Merges the sorted runs `l` and `r` (lengths non-zero multiples of 16)
-/// into `out`, streaming one register at a time through [`merge2_32`] with
-/// the predict-and-skip test. When `COUNT`, values are in the counting
-/// layout and the pairs `l > r` are returned.
+/// Merges two runs of whole registers (see [`vector::merge`]).
 ///
 /// # Safety
 /// The CPU must support AVX-512F and POPCNT.
 #[target_feature(enable = "avx512f,popcnt")]
 unsafe fn merge_32<const COUNT: bool>(l: &[u32], r: &[u32], out: &mut [u32]) -> u64 {
-    let (nl, nr) = (l.len(), r.len());
-    assert!(nl >= 16 && nr >= 16 && out.len() == nl + nr);
-    assert!(nl.is_multiple_of(16) && nr.is_multiple_of(16));
-    let k = K32::new();
-    let (lp, rp, op) = (l.as_ptr(), r.as_ptr(), out.as_mut_ptr());
-    let key_l = |x: u32| if COUNT { x & !1 } else { x };
-    let key_r = |x: u32| if COUNT { x | 1 } else { x };
-    let mut acc = _mm512_setzero_si512();
-    let mut positions = 0u64;
-
-    // SAFETY: both runs hold at least one register.
-    let (mut a, mut b) = unsafe { (_mm512_loadu_si512(lp.cast()), _mm512_loadu_si512(rp.cast())) };
-    if COUNT {
-        (a, b) = (k.left(a), k.right(b));
-    }
-    let (lo, mut cur) = merge2_32(&k, a, b);
-    // SAFETY: `out` holds `nl + nr >= 32` values.
-    unsafe { _mm512_storeu_si512(op.cast(), lo) };
-    if COUNT {
-        k.tally(&mut acc, lo, k.iota[0]);
-    }
-    let mut cur_max = key_l(l[15]).max(key_r(r[15]));
-    let (mut i, mut j) = (16, 16);
-    let total = nl + nr;
-    let mut o = 16;
-    while o + 16 < total {
-        // SAFETY: the indices are clamped into the runs.
-        let (lh, rh) = unsafe { (*lp.add(i.min(nl - 1)), *rp.add(j.min(nr - 1))) };
-        let heads_le = if COUNT { lh >> 1 <= rh >> 1 } else { lh <= rh };
-        // Some run has a register left; take the one with the smaller head.
-        let take_l = (i < nl) & ((j >= nr) | heads_le);
-        let (src, tag) = if take_l {
-            (lp.wrapping_add(i), 0)
-        } else {
-            (rp.wrapping_add(j), 1)
-        };
-        i += if take_l { 16 } else { 0 };
-        j += if take_l { 0 } else { 16 };
-        // SAFETY: `src` is the chosen run's next register, inside the run.
-        let (head, tail, mut next) =
-            unsafe { (*src, *src.add(15), _mm512_loadu_si512(src.cast())) };
-        let (first, last) = if COUNT {
-            next = k.retag(next, _mm512_set1_epi32(tag));
-            ((head & !1) | tag as u32, (tail & !1) | tag as u32)
-        } else {
-            (head, tail)
-        };
-        let done;
-        if first >= cur_max {
-            // Predict-and-skip: every value of `next` is at least every
-            // value of `cur`, which therefore leaves as it is.
-            done = cur;
-            cur = next;
-            cur_max = last;
-        } else {
-            (done, cur) = merge2_32(&k, cur, next);
-            cur_max = cur_max.max(last);
-        }
-        // SAFETY: `o + 16 < total`.
-        unsafe { _mm512_storeu_si512(op.add(o).cast(), done) };
-        if COUNT {
-            positions += o as u64 * k.tally(&mut acc, done, k.iota[0]);
-        }
-        o += 16;
-    }
-    // SAFETY: `o + 16 == total`.
-    unsafe { _mm512_storeu_si512(op.add(o).cast(), cur) };
-    if !COUNT {
-        return 0;
-    }
-    positions += o as u64 * k.tally(&mut acc, cur, k.iota[0]);
-    positions += sum_lanes(acc);
-    merge_constant(nl as u64, nr as u64) - positions
+    // SAFETY: the caller guarantees the CPU features.
+    let k = unsafe { <K32 as Vector>::new() };
+    vector::merge::<K32, COUNT>(&k, l, r, out)
 }
 
 /// Sorts `buf` (u32 counting layout, length a multiple of 16) and returns
@@ -526,35 +424,101 @@ impl K64 {
         }
     }
 
-    /// Clears the tags (left run).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn left(&self, x: __m512i) -> __m512i {
-        _mm512_and_si512(x, self.keep)
-    }
-
-    /// Sets the tags (right run).
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn right(&self, x: __m512i) -> __m512i {
-        _mm512_or_si512(x, self.one)
-    }
-
-    /// Replaces the tags by `pat`.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    fn retag(&self, x: __m512i, pat: __m512i) -> __m512i {
-        _mm512_ternarylogic_epi64::<0xEA>(x, self.keep, pat)
-    }
-
     /// Adds the positions `pos` of the tagged lanes of `x` to `acc`; returns
     /// the number of tagged lanes.
     #[inline]
     #[target_feature(enable = "avx512f,popcnt")]
-    fn tally(&self, acc: &mut __m512i, x: __m512i, pos: __m512i) -> u64 {
+    fn tally_pos(&self, acc: &mut __m512i, x: __m512i, pos: __m512i) -> u64 {
         let tagged = _mm512_test_epi64_mask(x, self.one);
         *acc = _mm512_mask_add_epi64(*acc, tagged, *acc, pos);
         u64::from(tagged.count_ones())
+    }
+}
+
+// SAFETY: `K64` is only made by `new`, which requires AVX-512F and POPCNT,
+// the features of every method.
+unsafe impl Vector for K64 {
+    type Elem = u64;
+    type V = __m512i;
+    const LANES: usize = 8;
+    const BLOCK_REGS: usize = 2;
+    const MULTIPLE: usize = 16;
+    const MERGE_ACC: bool = true;
+
+    #[inline(always)]
+    unsafe fn new() -> Self {
+        // SAFETY: the caller guarantees the CPU features.
+        unsafe { K64::new() }
+    }
+    #[inline(always)]
+    unsafe fn load(&self, p: *const u64) -> __m512i {
+        // SAFETY: the caller guarantees `p`; `self` the features.
+        unsafe { _mm512_loadu_si512(p.cast()) }
+    }
+    #[inline(always)]
+    unsafe fn store(&self, p: *mut u64, x: __m512i) {
+        // SAFETY: the caller guarantees `p`; `self` the features.
+        unsafe { _mm512_storeu_si512(p.cast(), x) }
+    }
+    #[inline(always)]
+    fn zero(&self) -> __m512i {
+        // SAFETY: `self` exists, so the CPU has the features.
+        unsafe { _mm512_setzero_si512() }
+    }
+    #[inline(always)]
+    fn splat(&self, x: u64) -> __m512i {
+        // SAFETY: as above.
+        unsafe { _mm512_set1_epi64(x as i64) }
+    }
+    #[inline(always)]
+    fn reverse(&self, x: __m512i) -> __m512i {
+        // SAFETY: as above.
+        unsafe { _mm512_permutexvar_epi64(self.rev, x) }
+    }
+    #[inline(always)]
+    fn min_max(&self, x: __m512i, y: __m512i) -> (__m512i, __m512i) {
+        // SAFETY: as above.
+        unsafe { (_mm512_min_epu64(x, y), _mm512_max_epu64(x, y)) }
+    }
+    #[inline(always)]
+    fn clean(&self, x: __m512i) -> __m512i {
+        // SAFETY: as above.
+        unsafe { clean8(x) }
+    }
+    #[inline(always)]
+    fn sort<const COUNT: bool>(&self, x: __m512i, acc: &mut __m512i) -> __m512i {
+        // SAFETY: as above.
+        unsafe { sort8::<COUNT>(self, x, acc) }
+    }
+    #[inline(always)]
+    fn left(&self, x: __m512i) -> __m512i {
+        // SAFETY: as above.
+        unsafe { _mm512_and_si512(x, self.keep) }
+    }
+    #[inline(always)]
+    fn right(&self, x: __m512i) -> __m512i {
+        // SAFETY: as above.
+        unsafe { _mm512_or_si512(x, self.one) }
+    }
+    #[inline(always)]
+    fn retag(&self, x: __m512i, pat: __m512i) -> __m512i {
+        // SAFETY: as above.
+        unsafe { _mm512_ternarylogic_epi64::<0xEA>(x, self.keep, pat) }
+    }
+    #[inline(always)]
+    fn tally(&self, acc: &mut __m512i, x: __m512i, r: usize) {
+        // SAFETY: as above.
+        unsafe { self.tally_pos(acc, x, self.iota[r]) };
+    }
+    #[inline(always)]
+    fn tally_at(&self, acc: &mut __m512i, x: __m512i, o: usize) -> u64 {
+        // SAFETY: as above.
+        o as u64 * unsafe { self.tally_pos(acc, x, self.iota[0]) }
+    }
+    #[inline(always)]
+    fn sum(&self, acc: __m512i) -> u64 {
+        // SAFETY: as above.
+        unsafe { _mm512_reduce_add_epi64(acc) as u64 }
     }
 }
 
@@ -574,17 +538,6 @@ fn clean8(x: __m512i) -> __m512i {
     cas64(x, _mm512_shuffle_epi32::<0x4E>(x), 0xAA)
 }
 
-/// [`merge2_32`] for u64 lanes.
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn merge2_64(k: &K64, a: __m512i, b: __m512i) -> (__m512i, __m512i) {
-    let b = _mm512_permutexvar_epi64(k.rev, b);
-    (
-        clean8(_mm512_min_epu64(a, b)),
-        clean8(_mm512_max_epu64(a, b)),
-    )
-}
-
 /// [`sort16`] for u64 lanes.
 #[inline]
 #[target_feature(enable = "avx512f,popcnt")]
@@ -595,14 +548,14 @@ fn sort8<const COUNT: bool>(k: &K64, mut x: __m512i, acc: &mut __m512i) -> __m51
     }
     x = cas64(x, _mm512_shuffle_epi32::<0x4E>(x), 0xAA);
     if COUNT {
-        k.tally(acc, x, k.lane_mod[0]);
+        k.tally_pos(acc, x, k.lane_mod[0]);
         x = k.retag(x, k.pat[1]);
     }
     // 2 + 2
     x = cas64(x, _mm512_permutex_epi64::<0x1B>(x), 0xCC);
     x = cas64(x, _mm512_shuffle_epi32::<0x4E>(x), 0xAA);
     if COUNT {
-        k.tally(acc, x, k.lane_mod[1]);
+        k.tally_pos(acc, x, k.lane_mod[1]);
         x = k.retag(x, k.pat[2]);
     }
     // 4 + 4
@@ -610,135 +563,31 @@ fn sort8<const COUNT: bool>(k: &K64, mut x: __m512i, acc: &mut __m512i) -> __m51
     x = cas64(x, _mm512_shuffle_i64x2::<0xB1>(x, x), 0xCC);
     x = cas64(x, _mm512_shuffle_epi32::<0x4E>(x), 0xAA);
     if COUNT {
-        k.tally(acc, x, k.iota[0]);
+        k.tally_pos(acc, x, k.iota[0]);
     }
     x
 }
 
-/// Merge constants of one 16-value block: two 8-sorts and one 8+8 merge.
-const BLOCK16_CONSTANT: u64 = 2 * block_constant(8) + merge_constant(8, 8);
-
-/// Sorts every 16-value block (two registers) of `buf` (length a multiple
-/// of 16); returns the inversions within the blocks when `COUNT`.
+/// Sorts every 16-value block of `buf` (see [`vector::sort_blocks`]).
 ///
 /// # Safety
 /// The CPU must support AVX-512F and POPCNT.
 #[target_feature(enable = "avx512f,popcnt")]
 unsafe fn sort_blocks_64<const COUNT: bool>(buf: &mut [u64]) -> u64 {
-    let k = K64::new();
-    let n = buf.len();
-    assert!(n.is_multiple_of(16));
-    let p = buf.as_mut_ptr();
-    let mut acc = _mm512_setzero_si512();
-    let mut at = 0;
-    while at < n {
-        // SAFETY: `at + 16 <= n`.
-        let (a, b) = unsafe {
-            (
-                _mm512_loadu_si512(p.add(at).cast()),
-                _mm512_loadu_si512(p.add(at + 8).cast()),
-            )
-        };
-        let (mut a, mut b) = (
-            sort8::<COUNT>(&k, a, &mut acc),
-            sort8::<COUNT>(&k, b, &mut acc),
-        );
-        if COUNT {
-            (a, b) = (k.left(a), k.right(b));
-        }
-        (a, b) = merge2_64(&k, a, b);
-        if COUNT {
-            k.tally(&mut acc, a, k.iota[0]);
-            k.tally(&mut acc, b, k.iota[1]);
-        }
-        // SAFETY: as for the loads.
-        unsafe {
-            _mm512_storeu_si512(p.add(at).cast(), a);
-            _mm512_storeu_si512(p.add(at + 8).cast(), b);
-        }
-        at += 16;
-    }
-    if !COUNT {
-        return 0;
-    }
-    (n as u64 / 16) * BLOCK16_CONSTANT - _mm512_reduce_add_epi64(acc) as u64
+    // SAFETY: the caller guarantees the CPU features.
+    let k = unsafe { <K64 as Vector>::new() };
+    vector::sort_blocks::<K64, COUNT>(&k, buf)
 }
 
-/// [`merge_32`] for u64 lanes (run lengths non-zero multiples of 8).
+/// [`merge_32`] for u64 lanes.
 ///
 /// # Safety
 /// The CPU must support AVX-512F and POPCNT.
 #[target_feature(enable = "avx512f,popcnt")]
 unsafe fn merge_64<const COUNT: bool>(l: &[u64], r: &[u64], out: &mut [u64]) -> u64 {
-    let (nl, nr) = (l.len(), r.len());
-    assert!(nl >= 8 && nr >= 8 && out.len() == nl + nr);
-    assert!(nl.is_multiple_of(8) && nr.is_multiple_of(8));
-    let k = K64::new();
-    let (lp, rp, op) = (l.as_ptr(), r.as_ptr(), out.as_mut_ptr());
-    let key_l = |x: u64| if COUNT { x & !1 } else { x };
-    let key_r = |x: u64| if COUNT { x | 1 } else { x };
-    let mut acc = _mm512_setzero_si512();
-    let mut positions = 0u64;
-
-    // SAFETY: both runs hold at least one register.
-    let (mut a, mut b) = unsafe { (_mm512_loadu_si512(lp.cast()), _mm512_loadu_si512(rp.cast())) };
-    if COUNT {
-        (a, b) = (k.left(a), k.right(b));
-    }
-    let (lo, mut cur) = merge2_64(&k, a, b);
-    // SAFETY: `out` holds `nl + nr >= 16` values.
-    unsafe { _mm512_storeu_si512(op.cast(), lo) };
-    if COUNT {
-        k.tally(&mut acc, lo, k.iota[0]);
-    }
-    let mut cur_max = key_l(l[7]).max(key_r(r[7]));
-    let (mut i, mut j) = (8, 8);
-    let total = nl + nr;
-    let mut o = 8;
-    while o + 8 < total {
-        // SAFETY: the indices are clamped into the runs.
-        let (lh, rh) = unsafe { (*lp.add(i.min(nl - 1)), *rp.add(j.min(nr - 1))) };
-        let heads_le = if COUNT { lh >> 1 <= rh >> 1 } else { lh <= rh };
-        let take_l = (i < nl) & ((j >= nr) | heads_le);
-        let (src, tag) = if take_l {
-            (lp.wrapping_add(i), 0)
-        } else {
-            (rp.wrapping_add(j), 1)
-        };
-        i += if take_l { 8 } else { 0 };
-        j += if take_l { 0 } else { 8 };
-        // SAFETY: `src` is the chosen run's next register, inside the run.
-        let (head, tail, mut next) = unsafe { (*src, *src.add(7), _mm512_loadu_si512(src.cast())) };
-        let (first, last) = if COUNT {
-            next = k.retag(next, _mm512_set1_epi64(tag));
-            ((head & !1) | tag as u64, (tail & !1) | tag as u64)
-        } else {
-            (head, tail)
-        };
-        let done;
-        if first >= cur_max {
-            done = cur;
-            cur = next;
-            cur_max = last;
-        } else {
-            (done, cur) = merge2_64(&k, cur, next);
-            cur_max = cur_max.max(last);
-        }
-        // SAFETY: `o + 8 < total`.
-        unsafe { _mm512_storeu_si512(op.add(o).cast(), done) };
-        if COUNT {
-            positions += o as u64 * k.tally(&mut acc, done, k.iota[0]);
-        }
-        o += 8;
-    }
-    // SAFETY: `o + 8 == total`.
-    unsafe { _mm512_storeu_si512(op.add(o).cast(), cur) };
-    if !COUNT {
-        return 0;
-    }
-    positions += o as u64 * k.tally(&mut acc, cur, k.iota[0]);
-    positions += _mm512_reduce_add_epi64(acc) as u64;
-    merge_constant(nl as u64, nr as u64) - positions
+    // SAFETY: the caller guarantees the CPU features.
+    let k = unsafe { <K64 as Vector>::new() };
+    vector::merge::<K64, COUNT>(&k, l, r, out)
 }
 
 /// [`count_u32`] for the u64 counting layout.

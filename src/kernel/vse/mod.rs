@@ -40,6 +40,8 @@ mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 mod scalar;
+#[cfg(target_arch = "x86_64")]
+mod vector;
 
 use super::gse;
 
