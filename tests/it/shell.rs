@@ -37,6 +37,15 @@ fn output(args: &[&str]) -> Output {
     shell(args).output().unwrap()
 }
 
+/// The shell running with its stdout and stderr piped to the test.
+fn spawn(args: &[&str]) -> Child {
+    shell(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
@@ -52,7 +61,7 @@ fn interrupt(child: &Child) {
 
 #[test]
 fn table_output_is_capped_and_shows_the_first_rows_before_the_query_ends() {
-    let mut child = shell(&[
+    let mut child = spawn(&[
         "-p",
         "1",
         "-c",
@@ -60,11 +69,7 @@ fn table_output_is_capped_and_shows_the_first_rows_before_the_query_ends() {
             "SET kendall.kernel = 'naive'; SELECT * FROM kendall_all_pairs('{}')",
             demo()
         ),
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    ]);
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut table = String::new();
     // Header (3 lines) + 40 rows + closing line.
@@ -122,7 +127,7 @@ fn maxrows_sets_the_cap() {
 
 #[test]
 fn a_closed_pipe_ends_quietly_with_exit_code_0() {
-    let mut child = shell(&[
+    let mut child = spawn(&[
         "--format",
         "csv",
         "-c",
@@ -130,11 +135,7 @@ fn a_closed_pipe_ends_quietly_with_exit_code_0() {
             "SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{}')",
             demo()
         ),
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
+    ]);
     {
         // `| head -2`
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
@@ -212,11 +213,7 @@ fn shell_commands_and_settings() {
 
 #[test]
 fn ctrl_c_cancels_a_command_and_says_so() {
-    let child = shell(&["-p", "1", "-c", &slow_sql()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn(&["-p", "1", "-c", &slow_sql()]);
     std::thread::sleep(Duration::from_millis(700));
     let sent = Instant::now();
     interrupt(&child);
@@ -242,11 +239,7 @@ fn interrupted_or_failed_exports_leave_no_file() {
             demo(),
             target.display()
         );
-        let child = shell(&["-p", "1", "-c", &copy])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let child = spawn(&["-p", "1", "-c", &copy]);
         std::thread::sleep(Duration::from_millis(1500));
         interrupt(&child);
         let out = child.wait_with_output().unwrap();

@@ -76,9 +76,9 @@ pub async fn print_stream(
             p.clear()
         }
     };
-    let mut rows = 0usize;
     match format {
         Format::Table => {
+            let mut rows = 0usize;
             let limit = maxrows.unwrap_or(usize::MAX);
             let mut head: Vec<RecordBatch> = Vec::new();
             let mut printed = false;
@@ -111,23 +111,13 @@ pub async fn print_stream(
                 .with_header(true)
                 .with_delimiter(delimiter)
                 .build(out.clone());
-            while let Some(batch) = stream.next().await {
-                let batch = batch?;
-                rows += batch.num_rows();
-                clear();
-                writer.write(&batch)?;
-            }
+            let rows = write_each(stream, clear, |b| Ok(writer.write(b)?)).await?;
             out.flush()?;
             Ok(Printed { rows, shown: rows })
         }
         Format::Json => {
             let mut writer = ArrayWriter::new(out.clone());
-            while let Some(batch) = stream.next().await {
-                let batch = batch?;
-                rows += batch.num_rows();
-                clear();
-                writer.write(&batch)?;
-            }
+            let rows = write_each(stream, clear, |b| Ok(writer.write(b)?)).await?;
             writer.finish()?;
             writeln!(out)?;
             out.flush()?;
@@ -135,17 +125,29 @@ pub async fn print_stream(
         }
         Format::NdJson => {
             let mut writer = LineDelimitedWriter::new(out.clone());
-            while let Some(batch) = stream.next().await {
-                let batch = batch?;
-                rows += batch.num_rows();
-                clear();
-                writer.write(&batch)?;
-            }
+            let rows = write_each(stream, clear, |b| Ok(writer.write(b)?)).await?;
             writer.finish()?;
             out.flush()?;
             Ok(Printed { rows, shown: rows })
         }
     }
+}
+
+/// Hands every batch of `stream` to `write` as it arrives (erasing the
+/// progress bar first); returns the rows written.
+async fn write_each(
+    mut stream: SendableRecordBatchStream,
+    clear: impl Fn(),
+    mut write: impl FnMut(&RecordBatch) -> Result<()>,
+) -> Result<usize> {
+    let mut rows = 0;
+    while let Some(batch) = stream.next().await {
+        let batch = batch?;
+        rows += batch.num_rows();
+        clear();
+        write(&batch)?;
+    }
+    Ok(rows)
 }
 
 /// Prints `batches` as an aligned table (an empty one with the header when
