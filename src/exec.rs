@@ -29,7 +29,7 @@ use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream, TaskCo
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coop::make_cooperative;
 use datafusion::physical_plan::execution_plan::{
-    Boundedness, EmissionType, ReplaceChildrenOptions, SchedulingType,
+    Boundedness, ChildrenPropertiesMode, EmissionType, ReplaceChildrenOptions, SchedulingType,
 };
 use datafusion::physical_plan::metrics::{
     BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
@@ -42,16 +42,15 @@ use futures::{Stream, TryStreamExt};
 
 use crate::filter::TauPredicate;
 use crate::gene_filter::{GenePredicate, ResolvedGenes};
-use crate::input::{self, InputSpec, RankedMatrix};
+use crate::input::{self, FN_NAME, InputBatches, InputSpec, RankedMatrix};
 use crate::kernel::bitset::BitPlanes;
-use crate::kernel::isa::Isa;
 use crate::kernel::pvalue::{PValueMethod, PValues};
 use crate::kernel::{KernelKind, PairKernel, PairNumerator, Variant, tau};
 use crate::load::{SharedLoad, checkpoint};
 use crate::memory::{QueryMemory, Reservation};
 pub use crate::pace::POLL_BUDGET;
 use crate::pace::Pacer;
-use crate::table::output_schema;
+use crate::table::{KernelPlan, output_schema};
 use crate::work::{PairCursor, WorkSplit};
 
 /// Index of `p_value` in the output schema.
@@ -67,10 +66,11 @@ pub struct ScanConfig {
     pub variant: Variant,
     /// Pairs sharing fewer samples than this get NULL tau and p-value.
     pub min_periods: usize,
-    /// The kernel (`auto` already resolved).
-    pub kernel: KernelKind,
-    /// Instruction set of the SIMD kernels.
-    pub isa: Isa,
+    /// How the kernel is chosen (resolved once the input is loaded).
+    pub kernel: KernelPlan,
+    /// The kernel as resolved at planning time, when the shape of the input
+    /// was known then (shown by `EXPLAIN`).
+    pub planned_kernel: Option<KernelKind>,
     /// How p-values are computed (when a query reads them).
     pub pvalue: PValueMethod,
     /// Tile edge in genes.
@@ -92,6 +92,8 @@ pub struct ScanConfig {
 #[derive(Debug)]
 struct Prepared {
     genes: StringArray,
+    /// The kernel, resolved for the loaded shape.
+    kernel: KernelKind,
     matrix: RankedMatrix,
     /// Bit-planes, for the bitset kernel only.
     planes: Option<Arc<BitPlanes>>,
@@ -110,6 +112,8 @@ struct Prepared {
 #[derive(Debug)]
 pub struct KendallExec {
     spec: Arc<InputSpec>,
+    /// The source's scan: read once per query, by the load.
+    input: Arc<dyn ExecutionPlan>,
     config: ScanConfig,
     projection: Vec<usize>,
     /// Loaded by the first partition, shared by all, released by the last
@@ -122,10 +126,12 @@ pub struct KendallExec {
 }
 
 impl KendallExec {
-    /// A plan over `spec` producing the columns `projection` of the output
-    /// schema (indices; may be empty, e.g. for `count(*)`).
+    /// A plan over the source scanned by `input` (whose columns `spec`
+    /// describes) producing the columns `projection` of the output schema
+    /// (indices; may be empty, e.g. for `count(*)`).
     pub fn try_new(
         spec: Arc<InputSpec>,
+        input: Arc<dyn ExecutionPlan>,
         config: ScanConfig,
         projection: Vec<usize>,
     ) -> Result<Self> {
@@ -145,6 +151,7 @@ impl KendallExec {
         );
         Ok(Self {
             spec,
+            input,
             config,
             projection,
             prepared: Arc::new(prepared),
@@ -221,14 +228,22 @@ pub fn plan_progress(plan: &Arc<dyn ExecutionPlan>) -> Option<Progress> {
 /// no longer wants it ([`checkpoint`]).
 fn prepare(
     spec: &InputSpec,
+    batches: InputBatches,
     config: &ScanConfig,
     wants_p: bool,
     memory: &QueryMemory,
 ) -> Result<Prepared> {
-    let loaded = input::load(spec, memory)?;
+    let loaded = input::load(spec, batches, memory)?;
     checkpoint()?;
     let gene_ids = loaded.genes.clone();
     let genes = gene_ids.len();
+    if genes < 2 {
+        return Err(DataFusionError::Execution(format!(
+            "{FN_NAME}: {} has {genes} gene(s); Kendall's tau needs at least 2 to make a pair",
+            spec.what
+        )));
+    }
+    let kernel = config.kernel.resolve(genes, loaded.samples)?;
     let shape = format!("{genes} genes x {} samples", loaded.samples);
     let mut ranks_memory = memory.reserve(&format!("ranks and sample orders ({shape})"), 0)?;
     let matrix = RankedMatrix::try_build(
@@ -242,7 +257,7 @@ fn prepare(
     drop(loaded);
     checkpoint()?;
     let mut planes_memory = memory.reserve(&format!("bit-planes ({shape})"), 0)?;
-    let planes = if config.kernel == KernelKind::Bitset {
+    let planes = if kernel == KernelKind::Bitset {
         let bytes = crate::kernel::bitset::plane_bytes(genes, matrix.samples());
         planes_memory.try_grow(usize::try_from(bytes).unwrap_or(usize::MAX))?;
         Some(Arc::new(BitPlanes::try_build(&matrix)?))
@@ -272,6 +287,7 @@ fn prepare(
     checkpoint()?;
     Ok(Prepared {
         genes: gene_ids,
+        kernel,
         matrix,
         planes,
         work,
@@ -292,13 +308,25 @@ impl DisplayAs for KendallExec {
         if !matches!(t, DisplayFormatType::TreeRender) {
             write!(f, "KendallExec: ")?;
         }
+        let known = |x: Option<usize>| x.map_or("?".to_string(), |x| x.to_string());
         write!(
             f,
-            "path{eq}{}{sep}genes{eq}{}{sep}samples{eq}{}{sep}partitions{eq}{}{sep}tile_size{eq}{}{sep}kernel{eq}{}",
-            self.spec.path, self.spec.genes, self.spec.samples, c.partitions, c.tile_size, c.kernel,
+            "source{eq}{}{sep}genes{eq}{}{sep}samples{eq}{}{sep}partitions{eq}{}{sep}tile_size{eq}{}",
+            self.spec.what,
+            known(self.spec.genes),
+            known(self.spec.samples),
+            c.partitions,
+            c.tile_size,
         )?;
-        if matches!(c.kernel, KernelKind::Vse | KernelKind::Bitset) {
-            write!(f, "{sep}simd{eq}{}", c.isa)?;
+        match c.planned_kernel {
+            Some(kernel) => {
+                write!(f, "{sep}kernel{eq}{kernel}")?;
+                if matches!(kernel, KernelKind::Vse | KernelKind::Bitset) {
+                    write!(f, "{sep}simd{eq}{}", c.kernel.isa)?;
+                }
+            }
+            // Chosen for the shape of the data once it is read.
+            None => write!(f, "{sep}kernel{eq}{} (when loaded)", c.kernel.choice)?,
         }
         write!(f, "{sep}variant{eq}{}", c.variant)?;
         if c.min_periods != 1 {
@@ -330,7 +358,17 @@ impl ExecutionPlan for KendallExec {
     }
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![]
+        vec![&self.input]
+    }
+
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        // The input is read once, partition after partition: splitting it
+        // further gains nothing (and must not reorder the genes).
+        vec![false]
+    }
+
+    fn maintains_input_order(&self) -> Vec<bool> {
+        vec![false]
     }
 
     fn apply_expressions(
@@ -342,17 +380,30 @@ impl ExecutionPlan for KendallExec {
 
     fn replace_children(
         self: Arc<Self>,
-        _children: Vec<Arc<dyn ExecutionPlan>>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
         _options: ReplaceChildrenOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(self)
+        match (children.pop(), children.is_empty()) {
+            (Some(input), true) => Ok(Arc::new(KendallExec::try_new(
+                Arc::clone(&self.spec),
+                input,
+                self.config.clone(),
+                self.projection.clone(),
+            )?)),
+            _ => Err(DataFusionError::Internal(
+                "KendallExec takes exactly one child, its input".to_string(),
+            )),
+        }
     }
 
     fn with_new_children(
         self: Arc<Self>,
-        _children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(self)
+        self.replace_children(
+            children,
+            ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute),
+        )
     }
 
     fn metrics(&self) -> Option<MetricsSet> {
@@ -379,7 +430,8 @@ impl ExecutionPlan for KendallExec {
         let config = self.config.clone();
         let projection = self.projection.clone();
         let wants_p = self.wants_p_value();
-        let memory = QueryMemory::new(Arc::clone(context.memory_pool()), &self.spec.path);
+        let memory = QueryMemory::new(Arc::clone(context.memory_pool()), &self.spec.what);
+        let input = Arc::clone(&self.input);
         let total_pairs = Arc::clone(&self.total_pairs);
         let metrics = StreamMetrics::new(&self.metrics, partition);
         let stream_schema = Arc::clone(&schema);
@@ -388,8 +440,10 @@ impl ExecutionPlan for KendallExec {
                 .get(&interest, || {
                     let (spec, config) = (Arc::clone(&spec), config.clone());
                     let (memory, total_pairs) = (memory.clone(), Arc::clone(&total_pairs));
+                    let (input, context) = (Arc::clone(&input), Arc::clone(&context));
                     move || {
-                        let prepared = prepare(&spec, &config, wants_p, &memory)?;
+                        let batches = InputBatches::new(input, context, &spec.what)?;
+                        let prepared = prepare(&spec, batches, &config, wants_p, &memory)?;
                         let _ = total_pairs.set(prepared.work.total_pairs());
                         Ok(prepared)
                     }
@@ -480,7 +534,12 @@ impl PairStream {
         let wants_n = projection.contains(&N_COLUMN);
         Ok(Self {
             wants_n,
-            kernel: PairKernel::new(config.kernel, samples, config.isa, prepared.planes.clone())?,
+            kernel: PairKernel::new(
+                prepared.kernel,
+                samples,
+                config.kernel.isa,
+                prepared.planes.clone(),
+            )?,
             cursor: prepared.work.cursor(partition),
             prepared,
             exhausted: false,

@@ -9,7 +9,7 @@ use datafusion::common::config::{
 };
 use datafusion::error::{DataFusionError, Result};
 
-use crate::input::{Layout, MissingValues};
+use crate::input::{InputFormat, Layout, MissingValues};
 use crate::kernel::isa::SimdChoice;
 use crate::kernel::pvalue::PValueMethod;
 use crate::kernel::{KernelChoice, Variant};
@@ -81,6 +81,8 @@ kendall_options! {
     memory_limit: ByteSize = ByteSize(DEFAULT_MEMORY_LIMIT),
     /// Input layout: 'genes_as_rows', 'genes_as_columns' or 'long'.
     layout: Layout = Layout::GenesAsRows,
+    /// File format of a location: 'auto' (from the name: .parquet, .csv, .tsv/.tab/.txt, each optionally .gz/.bz2/.xz/.zst), 'parquet', 'csv' or 'tsv'.
+    format: InputFormat = InputFormat::Auto,
     /// p-value method: 'auto' (scipy's rule), 'asymptotic' or 'exact' (NaN with ties, and for more than 1,000 samples unless at most one pair is discordant or concordant).
     pvalue: PValueMethod = PValueMethod::Auto,
     /// Null and NaN values: 'pairwise' (each pair uses the samples both genes have) or 'error'.

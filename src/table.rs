@@ -6,15 +6,17 @@ use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::plan_err;
+use datafusion::common::stats::Precision;
 use datafusion::error::Result;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
-use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::{ExecutionPlan, StatisticsArgs, StatisticsContext};
 
 use crate::exec::{KendallExec, ScanConfig};
 use crate::filter::{P_VALUE, TAU, TauPredicate};
 use crate::gene_filter::GenePredicate;
-use crate::input::{FN_NAME, InputSpec, RankedMatrix};
-use crate::kernel::{KernelKind, bitset};
+use crate::input::{self, FN_NAME, RankedMatrix};
+use crate::kernel::isa::Isa;
+use crate::kernel::{KernelChoice, KernelKind, bitset};
 use crate::memory;
 use crate::options::KendallOptions;
 
@@ -34,27 +36,38 @@ pub fn output_schema() -> SchemaRef {
 
 /// All gene pairs of one expression matrix, as a DataFusion table.
 ///
-/// Filters on `tau`, `p_value` and the gene columns are applied exactly inside
-/// the scan; the kernel, variant and tile size come from the session's
-/// [`KendallOptions`] at planning time.
+/// The source (a registered table or view, or a location) is resolved and
+/// its schema checked when the query is planned ([`TableProvider::scan`]):
+/// the plan's input is then the source's own DataFusion scan, reading only
+/// the columns needed. Filters on `tau`, `p_value` and the gene columns are
+/// applied exactly inside the scan; the kernel, variant and tile size come
+/// from the session's [`KendallOptions`] at planning time.
 #[derive(Debug)]
 pub struct KendallTable {
-    spec: Arc<InputSpec>,
+    source: String,
+    names: Vec<String>,
     schema: SchemaRef,
 }
 
 impl KendallTable {
-    /// The table over a checked input.
-    pub fn new(spec: InputSpec) -> Self {
+    /// The table over `source` (a registered table or view, or a location),
+    /// with the column names of the layout (`names`, possibly none).
+    pub fn new(source: String, names: Vec<String>) -> Self {
         Self {
-            spec: Arc::new(spec),
+            source,
+            names,
             schema: output_schema(),
         }
     }
 
-    /// The input this table reads.
-    pub fn input(&self) -> &InputSpec {
-        &self.spec
+    /// The source as the query named it.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The column names given after the source.
+    pub fn column_names(&self) -> &[String] {
+        &self.names
     }
 }
 
@@ -93,6 +106,29 @@ impl TableProvider for KendallTable {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let config = state.config_options();
         let options = KendallOptions::from_config(config);
+        let source = input::source::resolve(state, &self.source, options.format).await?;
+        let spec = input::inspect(
+            &source.what,
+            &source.provider.schema(),
+            options.layout,
+            &self.names,
+            options.missing,
+        )?;
+        let input = source
+            .provider
+            .scan(state, Some(&spec.projection), &[], None)
+            .await?;
+        // The row count, when the source knows it exactly (Parquet footers,
+        // a memory table): the shape is then known before anything is read.
+        let rows = {
+            let statistics =
+                StatisticsContext::new().compute(input.as_ref(), &StatisticsArgs::new())?;
+            match statistics.num_rows {
+                Precision::Exact(rows) => Some(rows),
+                _ => None,
+            }
+        };
+        let spec = spec.with_rows(rows)?;
         let predicate = filters
             .iter()
             .filter_map(TauPredicate::from_expr)
@@ -102,42 +138,35 @@ impl TableProvider for KendallTable {
             .iter()
             .filter_map(GenePredicate::from_expr)
             .reduce(GenePredicate::and);
-        let (genes, samples) = (self.spec.genes, self.spec.samples);
         // Bit-planes may take kendall.memory_limit, and no more than the
-        // session's memory pool can grant besides the ranks they are built from.
+        // session's memory pool can grant besides the ranks they are built
+        // from (counted for the planned shape; again at run time).
         let option_limit = options.memory_limit.bytes() as u64;
-        let ranks = RankedMatrix::fixed_bytes(genes, samples) as u64;
-        let pool_room = memory::pool_available(&state.runtime_env().memory_pool)
-            .map(|available| (available as u64).saturating_sub(ranks));
-        let memory_limit = pool_room.map_or(option_limit, |room| room.min(option_limit));
+        let pool_available = memory::pool_available(&state.runtime_env().memory_pool);
         let isa = options.simd.resolve()?;
         // Genes a gene-targeted query's pairs must touch (names; at most that many).
         let anchors = gene_predicate
             .as_ref()
             .and_then(GenePredicate::anchors)
             .map(|(i, j)| i.union(&j).count());
-        let kernel = options
-            .kernel
-            .resolve(genes, samples, memory_limit, isa, anchors);
-        let planes = bitset::plane_bytes(genes, samples);
-        if kernel == KernelKind::Bitset && planes > memory_limit {
-            let over = match pool_room {
-                Some(room) if room < option_limit => format!(
-                    "over the {room} bytes DataFusion's memory pool can grant besides the {ranks} \
-                     bytes of ranks (datafusion.runtime.memory_limit)"
-                ),
-                _ => format!("over kendall.memory_limit = {option_limit}"),
-            };
-            return plan_err!(
-                "{FN_NAME}: the bitset kernel needs {planes} bytes of bit-planes for {genes} genes x \
-                 {samples} samples, {over}; raise the limit or SET kendall.kernel = 'auto'"
-            );
-        }
+        let kernel = KernelPlan {
+            choice: options.kernel,
+            option_limit,
+            pool_available,
+            isa,
+            anchors,
+        };
+        // With the shape known now, the kernel shows in EXPLAIN and a forced
+        // bitset kernel over its memory is refused before anything is read.
+        let planned = match (spec.genes, spec.samples) {
+            (Some(genes), Some(samples)) => Some(kernel.resolve(genes, samples)?),
+            _ => None,
+        };
         let scan = ScanConfig {
             variant: options.variant,
             min_periods: options.min_periods.get(),
             kernel,
-            isa,
+            planned_kernel: planned,
             tile_size: options.tile_size.get(),
             partitions: config.execution.target_partitions.max(1),
             batch_size: usize::from(config.execution.batch_size).max(1),
@@ -150,9 +179,57 @@ impl TableProvider for KendallTable {
             .cloned()
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
         Ok(Arc::new(KendallExec::try_new(
-            Arc::clone(&self.spec),
+            Arc::new(spec),
+            input,
             scan,
             projection,
         )?))
+    }
+}
+
+/// How the kernel is chosen: what was asked, and what bounds it. Resolved
+/// with the shape of the data, at planning time when the shape is known
+/// then, and always once the input is loaded.
+#[derive(Debug, Clone)]
+pub struct KernelPlan {
+    /// `kendall.kernel`.
+    pub choice: KernelChoice,
+    /// `kendall.memory_limit` in bytes.
+    pub option_limit: u64,
+    /// What DataFusion's memory pool could grant at planning time, if bounded.
+    pub pool_available: Option<usize>,
+    /// Instruction set of the SIMD kernels.
+    pub isa: Isa,
+    /// Genes a gene-targeted query's pairs touch, at most.
+    pub anchors: Option<usize>,
+}
+
+impl KernelPlan {
+    /// The kernel for `genes` × `samples`; an error when the bitset kernel,
+    /// asked for, needs more memory than it may take.
+    pub fn resolve(&self, genes: usize, samples: usize) -> Result<KernelKind> {
+        let ranks = RankedMatrix::fixed_bytes(genes, samples) as u64;
+        let pool_room = self
+            .pool_available
+            .map(|available| (available as u64).saturating_sub(ranks));
+        let limit = pool_room.map_or(self.option_limit, |room| room.min(self.option_limit));
+        let kernel = self
+            .choice
+            .resolve(genes, samples, limit, self.isa, self.anchors);
+        let planes = bitset::plane_bytes(genes, samples);
+        if kernel == KernelKind::Bitset && planes > limit {
+            let over = match pool_room {
+                Some(room) if room < self.option_limit => format!(
+                    "over the {room} bytes DataFusion's memory pool can grant besides the {ranks} \
+                     bytes of ranks (datafusion.runtime.memory_limit)"
+                ),
+                _ => format!("over kendall.memory_limit = {}", self.option_limit),
+            };
+            return plan_err!(
+                "{FN_NAME}: the bitset kernel needs {planes} bytes of bit-planes for {genes} genes x \
+                 {samples} samples, {over}; raise the limit or SET kendall.kernel = 'auto'"
+            );
+        }
+        Ok(kernel)
     }
 }

@@ -1,4 +1,4 @@
-//! The SQL entry point: `kendall_all_pairs(path [, gene_column])`.
+//! The SQL entry point: `kendall_all_pairs(source [, gene_column])`.
 
 use std::sync::Arc;
 
@@ -6,18 +6,19 @@ use datafusion::catalog::{TableFunctionArgs, TableFunctionImpl, TableProvider};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::Expr;
 
-use crate::input::{self, FN_NAME};
-use crate::options::KendallOptions;
+use crate::input::FN_NAME;
 use crate::table::KendallTable;
 
-/// The table function `kendall_all_pairs(path [, gene_column])`.
+/// The table function `kendall_all_pairs(source [, gene_column])`.
 ///
-/// `path` is a Parquet file or a directory of Parquet files. With the
+/// `source` names a table or view registered in the session, or else a
+/// location DataFusion can list: a file, directory, glob or URL in Parquet,
+/// CSV or TSV, plain or compressed (`kendall.format`). With the
 /// default layout (`kendall.layout = 'genes_as_rows'`) it holds one row per
 /// gene; `gene_column` names the gene-id column (default: the first string
 /// column) and every other column is a sample. With `'genes_as_columns'`
 /// every numeric column is a gene; with `'long'` the arguments after the
-/// path name the gene, sample and value columns (default `gene`, `sample`,
+/// source name the gene, sample and value columns (default `gene`, `sample`,
 /// `value`). The result has one row per
 /// unordered pair of distinct genes: `(gene_i, gene_j, tau, p_value, n)`.
 ///
@@ -35,20 +36,22 @@ impl TableFunctionImpl for KendallAllPairs {
         if exprs.is_empty() || exprs.len() > 4 {
             return Err(usage(format!("got {} arguments", exprs.len())));
         }
-        let path = string_arg(&exprs[0], "path")?;
+        let source = string_arg(&exprs[0], "the source")?;
         let names = exprs[1..]
             .iter()
             .map(|e| string_arg(e, "a column name"))
             .collect::<Result<Vec<_>>>()?;
-        let options = KendallOptions::from_config(args.session().config_options());
-        let spec = input::inspect(&path, options.layout, &names, options.missing)?;
-        Ok(Arc::new(KendallTable::new(spec)))
+        // The source is resolved and its schema checked when the query is
+        // planned (`KendallTable::scan`), where DataFusion can await a
+        // catalog or an object store.
+        Ok(Arc::new(KendallTable::new(source, names)))
     }
 }
 
 fn usage(problem: String) -> DataFusionError {
     DataFusionError::Plan(format!(
-        "{FN_NAME}(path [, column names]) takes string literals: the path, then the gene column \
+        "{FN_NAME}(source [, column names]) takes string literals: the source (a table, view, \
+         file, directory or URL), then the gene column \
          (layout 'genes_as_rows') or the gene, sample and value columns (layout 'long'): {problem}"
     ))
 }

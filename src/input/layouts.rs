@@ -1,21 +1,19 @@
 //! The other matrix layouts: one column per gene, and long (tidy) triples.
 
 use std::collections::HashMap;
-use std::collections::hash_map::Entry;
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
 
-use super::values::{NumericColumn, ValueBuffer};
+use super::values::{Exact, NumericColumn, ValueBuffer};
 use super::{
-    Columns, ExpressionMatrix, InputSpec, MissingValues, changed_error, column_as, column_list,
+    Columns, ExpressionMatrix, InputBatches, InputSpec, MissingValues, column_as, column_list,
     data_error, is_string, plan_error,
 };
-use crate::memory::try_filled;
+use crate::memory::{Reservation, try_filled};
 
 /// How the expression matrix is laid out (`SET kendall.layout = ...`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -61,94 +59,119 @@ const LONG_DEFAULTS: [&str; 3] = ["gene", "sample", "value"];
 /// Checks a genes_as_columns input: numeric columns are genes, string
 /// columns (sample labels) are skipped, rows are samples.
 pub(super) fn inspect_columns(
-    path: &str,
-    files: Vec<PathBuf>,
+    what: &str,
     schema: &SchemaRef,
-    rows: usize,
     names: &[String],
     missing: MissingValues,
 ) -> Result<InputSpec> {
-    let file = files[0].display().to_string();
     if !names.is_empty() {
         return Err(plan_error(format!(
-            "layout 'genes_as_columns' takes only the path (gene ids are the column names), got {} more argument(s)",
+            "layout 'genes_as_columns' takes only the source (gene ids are the column names), got {} more argument(s)",
             names.len()
         )));
     }
     let mut genes: Vec<String> = Vec::new();
-    for field in schema.fields() {
+    let mut projection = Vec::new();
+    for (index, field) in schema.fields().iter().enumerate() {
         let dt = field.data_type();
         if dt.is_integer() || dt.is_floating() {
             if genes.contains(field.name()) {
                 return Err(plan_error(format!(
-                    "duplicate gene column '{}' in '{file}'",
+                    "duplicate gene column '{}' in {what}",
                     field.name()
                 )));
             }
             genes.push(field.name().clone());
+            projection.push(index);
         } else if !is_string(dt) {
             return Err(plan_error(format!(
-                "column '{}' in '{file}' has type {dt}; with layout 'genes_as_columns' every column is a gene \
+                "column '{}' in {what} has type {dt}; with layout 'genes_as_columns' every column is a gene \
                  (integer or floating-point) or a string sample label",
                 field.name()
             )));
         }
     }
-    if rows < 2 {
-        return Err(plan_error(format!(
-            "'{file}' has {rows} row(s); with layout 'genes_as_columns' rows are samples and Kendall's tau needs at least 2"
-        )));
-    }
     Ok(InputSpec {
-        path: path.to_string(),
-        files,
-        genes: genes.len(),
-        samples: rows,
+        what: what.to_string(),
+        genes: Some(genes.len()),
+        samples: None,
         columns: Columns::GenesAsColumns { genes },
+        projection,
         missing,
     })
 }
 
-/// Reads a genes_as_columns input into `values`; the rows read must be the
-/// samples the query was planned with (footer row counts), never fewer.
+/// What is wrong with a genes_as_columns input of `rows` rows, if anything.
+pub(super) fn too_few_samples(what: &str, rows: usize) -> Option<String> {
+    (rows < 2).then(|| {
+        format!(
+            "{what} has {rows} row(s); with layout 'genes_as_columns' rows are samples and Kendall's tau needs at least 2"
+        )
+    })
+}
+
+/// Grows `v` to hold `extra` more elements, accounting the capacity in
+/// `reservation` first; capacity grows by half, so that a source read batch
+/// by batch is copied a bounded number of times.
+fn grow<T>(v: &mut Vec<T>, extra: usize, reservation: &mut Reservation, what: &str) -> Result<()> {
+    let need = v.len().saturating_add(extra);
+    if need <= v.capacity() {
+        return Ok(());
+    }
+    let room = need.max(v.capacity().saturating_add(v.capacity() / 2));
+    reservation.try_grow((room - v.capacity()).saturating_mul(std::mem::size_of::<T>()))?;
+    v.try_reserve_exact(room - v.len()).map_err(|e| {
+        DataFusionError::ResourcesExhausted(format!(
+            "{}: cannot allocate the {what} ({room} values): {e}",
+            super::FN_NAME
+        ))
+    })
+}
+
+/// Reads a genes_as_columns input into `values`: its rows, in source order,
+/// are the samples.
 pub(super) fn load_columns(
     spec: &InputSpec,
+    batches: InputBatches,
     genes: &[String],
     mut values: ValueBuffer,
+    mut scratch: Reservation,
 ) -> Result<ExpressionMatrix> {
-    let n = spec.samples;
-    values.grow_to(genes.len() * n)?;
-    let mut row0 = 0usize;
-    for file in &spec.files {
-        let name = file.display();
-        for batch in super::batches(file)? {
-            let batch = batch?;
-            if row0 + batch.num_rows() > n {
-                return Err(changed_error(
-                    spec,
-                    format!("more than {n} rows (samples)"),
-                    n.to_string(),
-                ));
+    let what = spec.what.as_str();
+    let m = genes.len();
+    // Row-major as read (sample after sample), transposed once all are in.
+    let mut read: Vec<Exact> = Vec::new();
+    let mut rows = 0usize;
+    for batch in batches {
+        let batch = batch?;
+        let batch_rows = batch.num_rows();
+        grow(
+            &mut read,
+            batch_rows * m,
+            &mut scratch,
+            "input values as read",
+        )?;
+        let base = read.len();
+        read.resize(base + batch_rows * m, Exact::MISSING);
+        for (g, gene) in genes.iter().enumerate() {
+            let column = NumericColumn::read(&batch, gene, what)?;
+            for r in 0..batch_rows {
+                read[base + r * m + g] = column.value(r, spec.missing, || {
+                    format!("gene '{gene}' in row {} of {what}", rows + r + 1)
+                })?;
             }
-            for (g, gene) in genes.iter().enumerate() {
-                let column = NumericColumn::read(&batch, gene, file)?;
-                for r in 0..batch.num_rows() {
-                    let x = column.value(r, spec.missing, || {
-                        format!("gene '{gene}' in row {} of '{name}'", row0 + r + 1)
-                    })?;
-                    values.set(g * n + row0 + r, x)?;
-                }
-            }
-            row0 += batch.num_rows();
         }
+        rows += batch_rows;
     }
-    // Fewer rows than planned would leave samples at 0.0 as if measured.
-    if row0 != n {
-        return Err(changed_error(
-            spec,
-            format!("{row0} rows (samples)"),
-            n.to_string(),
-        ));
+    if let Some(problem) = too_few_samples(what, rows) {
+        return Err(data_error(problem));
+    }
+    let n = rows;
+    values.grow_to(m * n)?;
+    for (s, row) in read.chunks_exact(m.max(1)).enumerate() {
+        for (g, &x) in row.iter().enumerate() {
+            values.set(g * n + s, x)?;
+        }
     }
     Ok(ExpressionMatrix::new(
         StringArray::from_iter_values(genes),
@@ -158,20 +181,16 @@ pub(super) fn load_columns(
 }
 
 /// Checks a long input: gene, sample and value columns, named by `names`
-/// or by default `gene`, `sample`, `value`; counts its genes and samples,
-/// and checks that there is one row for every (gene, sample), so that the
-/// genes × samples matrix is only ever allocated at the size of the data.
+/// or by default `gene`, `sample`, `value`.
 pub(super) fn inspect_long(
-    path: &str,
-    files: Vec<PathBuf>,
+    what: &str,
     schema: &SchemaRef,
     names: &[String],
     missing: MissingValues,
 ) -> Result<InputSpec> {
-    let file = files[0].display().to_string();
     if names.len() > 3 {
         return Err(plan_error(format!(
-            "layout 'long' takes (path [, gene_column [, sample_column [, value_column]]]), got {} column names",
+            "layout 'long' takes (source [, gene_column [, sample_column [, value_column]]]), got {} column names",
             names.len()
         )));
     }
@@ -182,69 +201,42 @@ pub(super) fn inspect_long(
             .to_string()
     };
     let (gene, sample, value) = (name(0), name(1), name(2));
+    let mut projection = Vec::new();
     for (role, column) in [("gene", &gene), ("sample", &sample), ("value", &value)] {
-        let field = schema.field_with_name(column).map_err(|_| {
+        let (index, field) = schema.column_with_name(column).ok_or_else(|| {
             plan_error(format!(
-                "{role} column '{column}' not found in '{file}' (columns: {}); with layout 'long' name them \
-                 with {}('{path}', 'gene_column', 'sample_column', 'value_column')",
+                "{role} column '{column}' not found in {what} (columns: {}); with layout 'long' name them \
+                 with {}(source, 'gene_column', 'sample_column', 'value_column')",
                 column_list(schema),
                 super::FN_NAME
             ))
         })?;
+        projection.push(index);
         let dt = field.data_type();
         let ok = match role {
-            "gene" => is_string(dt),
-            "sample" => is_string(dt) || dt.is_integer(),
-            _ => dt.is_integer() || dt.is_floating(),
+            "value" => dt.is_integer() || dt.is_floating(),
+            _ => is_string(dt) || dt.is_integer(),
         };
         if !ok {
             let want = match role {
-                "gene" => "a string",
-                "sample" => "a string or an integer",
-                _ => "an integer or floating-point number",
+                "value" => "an integer or floating-point number",
+                _ => "a string or an integer",
             };
             return Err(plan_error(format!(
-                "{role} column '{column}' in '{file}' has type {dt}; it must be {want}"
+                "{role} column '{column}' in {what} has type {dt}; it must be {want}"
             )));
         }
     }
-    // Only the ids are read now (the values when the query runs): how many
-    // genes and samples, and how many rows each gene has.
-    let ids = LongIds::count(&files, &gene, &sample)?;
-    let (genes, samples) = (ids.genes.len(), ids.samples.len());
-    if samples < 2 {
-        return Err(plan_error(format!(
-            "'{file}' has {samples} distinct sample(s) in column '{sample}'; Kendall's tau needs at least 2"
-        )));
-    }
-    // Every gene must have every sample once: rows = genes × samples. A
-    // sparse file (a few samples per gene) fails here, before any matrix.
-    if let Some(g) = ids.rows_per_gene.iter().position(|&r| r != samples as u64) {
-        let problem = gene_problem(
-            &files,
-            path,
-            [&gene, &sample],
-            &ids.genes.names[g],
-            &ids.samples,
-        )?;
-        return Err(data_error(format!(
-            "{problem}; with layout 'long' every gene needs one row for every sample (a null \
-             value marks it missing), and '{path}' has {} rows for {genes} genes x {samples} \
-             samples ({} values)",
-            ids.rows,
-            genes as u128 * samples as u128
-        )));
-    }
     Ok(InputSpec {
-        path: path.to_string(),
-        files,
-        genes,
-        samples,
+        what: what.to_string(),
+        genes: None,
+        samples: None,
         columns: Columns::Long {
             gene,
             sample,
             value,
         },
+        projection,
         missing,
     })
 }
@@ -252,19 +244,25 @@ pub(super) fn inspect_long(
 /// Distinct ids of a long input, numbered in order of first appearance.
 #[derive(Debug, Default)]
 struct IdIndex {
-    index: HashMap<String, usize>,
+    index: HashMap<String, u32>,
     names: Vec<String>,
 }
 
 impl IdIndex {
     /// The number of `key`, given to it now if it is new.
-    fn number(&mut self, key: &str) -> usize {
+    fn number(&mut self, key: &str, role: &str, what: &str) -> Result<u32> {
         if let Some(&k) = self.index.get(key) {
-            return k;
+            return Ok(k);
         }
+        let k = u32::try_from(self.names.len()).map_err(|_| {
+            data_error(format!(
+                "{what} has more than {} distinct {role} ids",
+                u32::MAX
+            ))
+        })?;
         self.names.push(key.to_string());
-        self.index.insert(key.to_string(), self.names.len() - 1);
-        self.names.len() - 1
+        self.index.insert(key.to_string(), k);
+        Ok(k)
     }
 
     fn len(&self) -> usize {
@@ -272,196 +270,145 @@ impl IdIndex {
     }
 }
 
-/// The ids of a long input and the rows of each gene.
-#[derive(Debug, Default)]
-struct LongIds {
-    genes: IdIndex,
-    samples: IdIndex,
-    rows: u64,
-    rows_per_gene: Vec<u64>,
-}
-
-impl LongIds {
-    /// Reads the gene and sample columns of `files` (not the values).
-    fn count(files: &[PathBuf], gene: &str, sample: &str) -> Result<Self> {
-        let mut ids = LongIds::default();
-        for file in files {
-            let mut row0 = 0usize;
-            for batch in super::batches_of(file, &[gene, sample])? {
-                let batch = batch?;
-                let (genes, samples) = id_columns(&batch, file, [gene, sample], row0)?;
-                for r in 0..batch.num_rows() {
-                    let g = ids.genes.number(genes.value(r));
-                    ids.samples.number(samples.value(r));
-                    if g == ids.rows_per_gene.len() {
-                        ids.rows_per_gene.push(0);
-                    }
-                    ids.rows_per_gene[g] += 1;
-                }
-                ids.rows += batch.num_rows() as u64;
-                row0 += batch.num_rows();
-            }
-        }
-        Ok(ids)
-    }
-}
-
 /// The gene and sample id columns of a batch of a long input, as strings;
-/// a null id is an error naming its row (`row0` rows of the file precede
-/// the batch).
+/// a null id is an error naming its row (`row0` rows precede the batch).
 fn id_columns(
     batch: &RecordBatch,
-    file: &Path,
+    what: &str,
     [gene, sample]: [&str; 2],
     row0: usize,
 ) -> Result<(StringArray, StringArray)> {
-    let genes = column_as(batch, gene, file, &DataType::Utf8)?
+    let genes = column_as(batch, gene, what, &DataType::Utf8)?
         .as_string::<i32>()
         .clone();
-    let samples = column_as(batch, sample, file, &DataType::Utf8)?
+    let samples = column_as(batch, sample, what, &DataType::Utf8)?
         .as_string::<i32>()
         .clone();
     for (column, name) in [(&genes, gene), (&samples, sample)] {
         if let Some(r) = (0..batch.num_rows()).find(|&r| column.is_null(r)) {
             return Err(data_error(format!(
-                "null in column '{name}' in row {} of '{}'",
-                row0 + r + 1,
-                file.display()
+                "null in column '{name}' in row {} of {what}",
+                row0 + r + 1
             )));
         }
     }
     Ok((genes, samples))
 }
 
-/// What is wrong with gene `name` of a long input, whose rows are not one
-/// per sample: a sample given twice (both rows named), else a sample
-/// without a row. Reads the id columns again (only on this error path).
+/// What is wrong with gene `g` of a long input, whose rows are not one per
+/// sample: a sample given twice (both rows named), else a sample without a
+/// row. `cells` are the (gene, sample) numbers of the rows, in row order.
 fn gene_problem(
-    files: &[PathBuf],
-    path: &str,
-    [gene, sample]: [&str; 2],
-    name: &str,
+    cells: &[(u32, u32)],
+    g: u32,
+    genes: &IdIndex,
     samples: &IdIndex,
-) -> Result<String> {
-    let mut first: HashMap<usize, (usize, usize)> = HashMap::new();
-    for (f, file) in files.iter().enumerate() {
-        let mut row0 = 0usize;
-        for batch in super::batches_of(file, &[gene, sample])? {
-            let batch = batch?;
-            let (genes, sample_ids) = id_columns(&batch, file, [gene, sample], row0)?;
-            for r in 0..batch.num_rows() {
-                if genes.value(r) != name {
-                    continue;
-                }
-                let Some(&s) = samples.index.get(sample_ids.value(r)) else {
-                    continue;
-                };
-                let row = row0 + r + 1;
-                match first.entry(s) {
-                    Entry::Occupied(seen) => {
-                        let (f0, row_0) = *seen.get();
-                        return Ok(format!(
-                            "gene '{name}' has two values for sample '{}': row {row_0} of '{}' and row {row} of '{}'",
-                            samples.names[s],
-                            files[f0].display(),
-                            file.display()
-                        ));
-                    }
-                    Entry::Vacant(slot) => {
-                        slot.insert((f, row));
-                    }
-                }
-            }
-            row0 += batch.num_rows();
+    what: &str,
+) -> String {
+    let name = &genes.names[g as usize];
+    let mut first: HashMap<u32, usize> = HashMap::new();
+    for (row, &(gene, s)) in cells.iter().enumerate() {
+        if gene != g {
+            continue;
         }
+        if let Some(&row0) = first.get(&s) {
+            return format!(
+                "gene '{name}' has two values for sample '{}': row {} and row {} of {what}",
+                samples.names[s as usize],
+                row0 + 1,
+                row + 1
+            );
+        }
+        first.insert(s, row);
     }
-    Ok(match (0..samples.len()).find(|s| !first.contains_key(s)) {
+    match (0..samples.len() as u32).find(|s| !first.contains_key(s)) {
         Some(s) => format!(
-            "gene '{name}' has no value for sample '{}' in '{path}'",
-            samples.names[s]
+            "gene '{name}' has no value for sample '{}' in {what}",
+            samples.names[s as usize]
         ),
-        None => format!("gene '{name}' has not one row per sample in '{path}'"),
-    })
+        None => format!("gene '{name}' has not one row per sample in {what}"),
+    }
 }
 
-/// Reads a long input into `values`: genes and samples numbered as when the
-/// query was planned, one value per (gene, sample). A (gene, sample) given
-/// twice, or data of another shape than planned, is an error; since the
-/// rows then equal genes × samples, every value is set.
+/// Reads a long input into `values` in one pass: ids are numbered in order
+/// of first appearance and each row kept as (gene, sample, value) until
+/// all are read. Every gene must have one row for every sample; that is
+/// checked on the counts before the genes × samples matrix is allocated, so
+/// a sparse input (a few samples per gene) fails without allocating it.
 pub(super) fn load_long(
     spec: &InputSpec,
+    batches: InputBatches,
     [gene, sample, value]: [&str; 3],
     mut values: ValueBuffer,
+    mut scratch: Reservation,
 ) -> Result<ExpressionMatrix> {
-    let (m, n) = (spec.genes, spec.samples);
-    let cells = m * n;
-    values.grow_to(cells)?;
-    // One bit per (gene, sample): set when its row is read.
-    let words = cells.div_ceil(64);
-    values.reservation.try_grow(words * 8)?;
-    let mut seen = try_filled(words, 0u64, "bitmap of (gene, sample) rows")?;
+    let what = spec.what.as_str();
     let (mut genes, mut samples) = (IdIndex::default(), IdIndex::default());
-    let mut rows = 0usize;
-    let shape = |genes: usize, samples: usize, rows: usize| {
-        format!("{genes} genes x {samples} samples in {rows} rows")
-    };
-    for file in &spec.files {
-        let name = file.display();
-        let mut row0 = 0usize;
-        for batch in super::batches_of(file, &[gene, sample, value])? {
-            let batch = batch?;
-            let (gene_ids, sample_ids) = id_columns(&batch, file, [gene, sample], row0)?;
-            let column = NumericColumn::read(&batch, value, file)?;
-            for r in 0..batch.num_rows() {
-                let (g, s) = (
-                    genes.number(gene_ids.value(r)),
-                    samples.number(sample_ids.value(r)),
-                );
-                if g >= m || s >= n {
-                    return Err(changed_error(
-                        spec,
-                        format!("more than {m} genes x {n} samples"),
-                        format!("{m} genes x {n} samples"),
-                    ));
-                }
-                let cell = g * n + s;
-                if seen[cell / 64] >> (cell % 64) & 1 == 1 {
-                    let problem = gene_problem(
-                        &spec.files,
-                        &spec.path,
-                        [gene, sample],
-                        &genes.names[g],
-                        &samples,
-                    )?;
-                    return Err(data_error(format!(
-                        "{problem}; with layout 'long' every gene needs one row for every sample"
-                    )));
-                }
-                seen[cell / 64] |= 1 << (cell % 64);
-                let x = column.value(r, spec.missing, || {
-                    format!(
-                        "gene '{}', sample '{}' (row {} of '{name}')",
-                        gene_ids.value(r),
-                        sample_ids.value(r),
-                        row0 + r + 1
-                    )
-                })?;
-                values.set(cell, x)?;
+    let mut cells: Vec<(u32, u32)> = Vec::new();
+    let mut read: Vec<Exact> = Vec::new();
+    let mut rows_per_gene: Vec<u64> = Vec::new();
+    let mut row0 = 0usize;
+    for batch in batches {
+        let batch = batch?;
+        let rows = batch.num_rows();
+        let (gene_ids, sample_ids) = id_columns(&batch, what, [gene, sample], row0)?;
+        let column = NumericColumn::read(&batch, value, what)?;
+        grow(&mut cells, rows, &mut scratch, "(gene, sample) ids as read")?;
+        grow(&mut read, rows, &mut scratch, "input values as read")?;
+        for r in 0..rows {
+            let g = genes.number(gene_ids.value(r), "gene", what)?;
+            let s = samples.number(sample_ids.value(r), "sample", what)?;
+            if g as usize == rows_per_gene.len() {
+                rows_per_gene.push(0);
             }
-            rows += batch.num_rows();
-            row0 += batch.num_rows();
+            rows_per_gene[g as usize] += 1;
+            cells.push((g, s));
+            read.push(column.value(r, spec.missing, || {
+                format!(
+                    "gene '{}', sample '{}' (row {} of {what})",
+                    gene_ids.value(r),
+                    sample_ids.value(r),
+                    row0 + r + 1
+                )
+            })?);
         }
+        row0 += rows;
     }
-    if (genes.len(), samples.len(), rows) != (m, n, cells) {
-        return Err(changed_error(
-            spec,
-            shape(genes.len(), samples.len(), rows),
-            format!("{m} genes x {n} samples"),
-        ));
+    let (m, n) = (genes.len(), samples.len());
+    if n < 2 {
+        return Err(data_error(format!(
+            "{what} has {n} distinct sample(s) in column '{sample}'; Kendall's tau needs at least 2"
+        )));
     }
-    drop(seen);
-    let kept = values.reservation.size() - words * 8;
-    values.reservation.shrink_to(kept);
+    // Every gene must have every sample once: rows = genes × samples. A
+    // sparse input fails here, before any matrix.
+    if let Some(g) = rows_per_gene.iter().position(|&r| r != n as u64) {
+        let problem = gene_problem(&cells, g as u32, &genes, &samples, what);
+        return Err(data_error(format!(
+            "{problem}; with layout 'long' every gene needs one row for every sample (a null \
+             value marks it missing), and {what} has {} rows for {m} genes x {n} samples \
+             ({} values)",
+            cells.len(),
+            m as u128 * n as u128
+        )));
+    }
+    values.grow_to(m * n)?;
+    // One bit per (gene, sample): a sample given twice leaves another
+    // unset, and is found when it comes again.
+    let words = (m * n).div_ceil(64);
+    scratch.try_grow(words * 8)?;
+    let mut seen = try_filled(words, 0u64, "bitmap of (gene, sample) rows")?;
+    for (&(g, s), &x) in cells.iter().zip(&read) {
+        let cell = g as usize * n + s as usize;
+        if seen[cell / 64] >> (cell % 64) & 1 == 1 {
+            let problem = gene_problem(&cells, g, &genes, &samples, what);
+            return Err(data_error(format!(
+                "{problem}; with layout 'long' every gene needs one row for every sample"
+            )));
+        }
+        seen[cell / 64] |= 1 << (cell % 64);
+        values.set(cell, x)?;
+    }
     Ok(ExpressionMatrix::new(
         StringArray::from_iter_values(&genes.names),
         n,

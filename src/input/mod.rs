@@ -1,38 +1,40 @@
-//! Input: a gene-expression matrix in Parquet, checked and loaded.
+//! Input: a gene-expression matrix from anything DataFusion can scan,
+//! checked and loaded.
 //!
-//! Layout: one row per gene; a string gene-id column (named by the caller,
-//! else the first string column) and every other column one sample of any
-//! integer or floating-point type. `path` is one Parquet file or a directory
-//! of Parquet files with one schema (read in file-name order).
+//! The source is a table or view registered in the session, or a location
+//! (file, directory, glob or URL) in Parquet, CSV or TSV ([`source`]). With
+//! the default layout it holds one row per gene: a gene-id column (named by
+//! the caller, else the first string column) and every other column one
+//! sample of any integer or floating-point type.
 //!
 //! The schema is checked when the query is planned ([`inspect`]); the values
-//! are read and checked once per query, when it runs ([`load`]). Every problem
-//! is a `DataFusionError` naming the file, column or gene.
+//! are read from the DataFusion plan of the source and checked once per
+//! query, when it runs ([`load`]). Every problem is a `DataFusionError`
+//! naming the source, column or gene.
 
 mod layouts;
 mod missing;
 mod rank;
+mod read;
+pub mod source;
 mod values;
 
 pub use layouts::Layout;
 pub use missing::MissingValues;
 use missing::checked_value;
+pub use read::InputBatches;
+pub use source::InputFormat;
 use values::{NumericColumn, ValueBuffer};
 
 pub use rank::{MISSING_RANK, PairStats, RankedMatrix, VarianceTerms};
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
-use std::fs::File;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray, StringBuilder};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::parquet::arrow::ProjectionMask;
-use datafusion::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
 use crate::memory::{QueryMemory, Reservation};
 
@@ -47,19 +49,30 @@ fn data_error(msg: String) -> DataFusionError {
     DataFusionError::Execution(format!("{FN_NAME}: {msg}"))
 }
 
-/// A checked description of the input: its files and how to read them.
+/// The text of a caught panic's payload.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+/// A checked description of the input: which columns to read and what they
+/// hold.
 #[derive(Debug, Clone)]
 pub struct InputSpec {
-    /// The path as the user gave it.
-    pub path: String,
-    /// The Parquet files, in reading order.
-    pub files: Vec<PathBuf>,
+    /// How messages name the source: `'data/expr.tsv.gz'` or `table 'expr'`.
+    pub what: String,
     /// Which columns hold what.
     pub columns: Columns,
-    /// Number of genes.
-    pub genes: usize,
-    /// Number of samples per gene.
-    pub samples: usize,
+    /// The columns of the source's schema the scan reads (indices).
+    pub projection: Vec<usize>,
+    /// Number of genes, when known before reading (exact row counts from
+    /// Parquet footers or a memory table; the columns of genes_as_columns).
+    pub genes: Option<usize>,
+    /// Number of samples per gene, when known before reading.
+    pub samples: Option<usize>,
     /// What a null or NaN value means.
     pub missing: MissingValues,
 }
@@ -71,13 +84,13 @@ pub enum Columns {
     GenesAsRows {
         /// The gene-id column.
         gene: String,
-        /// The sample columns, in file order.
+        /// The sample columns, in source order.
         samples: Vec<String>,
     },
     /// One row per sample, one numeric column per gene (gene ids are the
     /// column names); string columns (sample labels) are ignored.
     GenesAsColumns {
-        /// The gene columns, in file order.
+        /// The gene columns, in source order.
         genes: Vec<String>,
     },
     /// One row per (gene, sample) value.
@@ -91,40 +104,60 @@ pub enum Columns {
     },
 }
 
-/// Checks `path` and its schema for `layout`, naming columns with `names`
-/// (genes_as_rows: `[gene_column]`; long: `[gene, sample, value]` columns;
-/// genes_as_columns: none); null and NaN values are treated as `missing` says.
+/// Checks the schema of the source `what` for `layout`, naming columns with
+/// `names` (genes_as_rows: `[gene_column]`; long: `[gene, sample, value]`
+/// columns; genes_as_columns: none). Null and NaN values are treated as
+/// `missing` says.
 pub fn inspect(
-    path: &str,
+    what: &str,
+    schema: &SchemaRef,
     layout: Layout,
     names: &[String],
     missing: MissingValues,
 ) -> Result<InputSpec> {
-    let files = list_files(Path::new(path))?;
-    let (schema, rows) = read_footers(&files)?;
     match layout {
         Layout::GenesAsRows => {
             if names.len() > 1 {
                 return Err(plan_error(format!(
-                    "layout 'genes_as_rows' takes (path [, gene_column]), got {} column names",
+                    "layout 'genes_as_rows' takes (source [, gene_column]), got {} column names",
                     names.len()
                 )));
             }
-            let (gene, samples) =
-                rows_columns(path, &files[0], &schema, names.first().map(String::as_str))?;
+            let (gene, samples) = rows_columns(what, schema, names.first().map(String::as_str))?;
+            let projection = std::iter::once(&gene)
+                .chain(&samples)
+                .map(|c| schema.index_of(c))
+                .collect::<std::result::Result<_, _>>()?;
             Ok(InputSpec {
-                path: path.to_string(),
-                files,
-                samples: samples.len(),
+                what: what.to_string(),
+                samples: Some(samples.len()),
                 columns: Columns::GenesAsRows { gene, samples },
-                genes: rows,
+                projection,
+                genes: None,
                 missing,
             })
         }
-        Layout::GenesAsColumns => {
-            layouts::inspect_columns(path, files, &schema, rows, names, missing)
+        Layout::GenesAsColumns => layouts::inspect_columns(what, schema, names, missing),
+        Layout::Long => layouts::inspect_long(what, schema, names, missing),
+    }
+}
+
+impl InputSpec {
+    /// The spec with the source's row count, when it is known exactly
+    /// before reading (from Parquet footers or a memory table, say): the
+    /// genes of genes_as_rows, the samples of genes_as_columns.
+    pub fn with_rows(mut self, rows: Option<usize>) -> Result<Self> {
+        match self.columns {
+            Columns::GenesAsRows { .. } => self.genes = rows,
+            Columns::GenesAsColumns { .. } => {
+                if let Some(problem) = rows.and_then(|r| layouts::too_few_samples(&self.what, r)) {
+                    return Err(plan_error(problem));
+                }
+                self.samples = rows;
+            }
+            Columns::Long { .. } => {}
         }
-        Layout::Long => layouts::inspect_long(path, files, &schema, names, missing),
+        Ok(self)
     }
 }
 
@@ -168,75 +201,30 @@ fn column_list(schema: &SchemaRef) -> String {
     short_list(schema.fields().iter().map(|f| f.name()))
 }
 
-/// Where two schemas first differ (`None` if they do not), for an error
-/// message short enough to read when a schema has tens of thousands of columns.
-fn schema_difference(a: &SchemaRef, b: &SchemaRef) -> Option<String> {
-    let describe =
-        |f: &datafusion::arrow::datatypes::FieldRef| format!("{}: {}", f.name(), f.data_type());
-    let (fa, fb) = (a.fields(), b.fields());
-    match fa
-        .iter()
-        .zip(fb.iter())
-        .position(|(x, y)| describe(x) != describe(y))
-    {
-        Some(i) => Some(format!(
-            "column {} is ({}) in the first and ({}) in the other",
-            i + 1,
-            describe(&fa[i]),
-            describe(&fb[i])
-        )),
-        None if fa.len() != fb.len() => Some(format!("{} columns vs {}", fa.len(), fb.len())),
-        None => None,
-    }
-}
-
-/// The schema of `files` and their total rows, each footer read once;
-/// refuses a directory whose files do not share the first file's schema.
-fn read_footers(files: &[PathBuf]) -> Result<(SchemaRef, usize)> {
-    let mut first: Option<SchemaRef> = None;
-    let mut rows = 0usize;
-    for file in files {
-        let reader = open_parquet(file)?;
-        rows += usize::try_from(reader.metadata().file_metadata().num_rows()).unwrap_or(0);
-        let schema = reader.schema();
-        match &first {
-            None => first = Some(Arc::clone(schema)),
-            Some(expected) => {
-                if let Some(difference) = schema_difference(expected, schema) {
-                    return Err(plan_error(format!(
-                        "'{}' and '{}' have different schemas ({difference}); all files of a \
-                         directory must share one schema",
-                        files[0].display(),
-                        file.display(),
-                    )));
-                }
-            }
-        }
-    }
-    let schema = first.ok_or_else(|| plan_error("no Parquet file to read".to_string()))?;
-    Ok((schema, rows))
+/// Whether `dt` can hold gene ids: strings, or integers (Entrez ids) when
+/// the gene column is named.
+fn is_id(dt: &DataType) -> bool {
+    is_string(dt) || dt.is_integer()
 }
 
 /// The gene column and sample columns of the genes_as_rows layout.
 fn rows_columns(
-    path: &str,
-    first: &Path,
+    what: &str,
     schema: &SchemaRef,
     gene_column: Option<&str>,
 ) -> Result<(String, Vec<String>)> {
-    let file = first.display().to_string();
     let column_list = || column_list(schema);
     let gene_field = match gene_column {
         Some(name) => {
             let field = schema.field_with_name(name).map_err(|_| {
                 plan_error(format!(
-                    "gene column '{name}' not found in '{file}' (columns: {})",
+                    "gene column '{name}' not found in {what} (columns: {})",
                     column_list()
                 ))
             })?;
-            if !is_string(field.data_type()) {
+            if !is_id(field.data_type()) {
                 return Err(plan_error(format!(
-                    "gene column '{name}' in '{file}' has type {}; gene ids must be strings",
+                    "gene column '{name}' in {what} has type {}; gene ids must be strings or integers",
                     field.data_type()
                 )));
             }
@@ -248,8 +236,9 @@ fn rows_columns(
             .find(|f| is_string(f.data_type()))
             .ok_or_else(|| {
                 plan_error(format!(
-                    "'{file}' has no string column to use as gene ids (columns: {}); \
-                     name one with {FN_NAME}('{path}', 'gene_column')",
+                    "{what} has no string column to use as gene ids (columns: {}); \
+                     name one (an integer column of Entrez ids, say) with \
+                     {FN_NAME}(source, 'gene_column')",
                     column_list()
                 ))
             })?,
@@ -262,16 +251,19 @@ fn rows_columns(
         let dt = field.data_type();
         if !(dt.is_integer() || dt.is_floating()) {
             return Err(plan_error(format!(
-                "sample column '{}' in '{file}' has type {dt}; every column except the gene column '{}' must be an integer or floating-point number",
+                "sample column '{}' in {what} has type {dt}; every column except the gene column '{}' \
+                 must be an integer or floating-point number (leave other columns out with a view: \
+                 CREATE VIEW v AS SELECT * EXCLUDE ({}) FROM ...)",
                 field.name(),
-                gene_field.name()
+                gene_field.name(),
+                field.name()
             )));
         }
         samples.push(field.name().clone());
     }
     if samples.len() < 2 {
         return Err(plan_error(format!(
-            "'{file}' has {} sample column(s) besides the gene column '{}'; Kendall's tau needs at least 2 samples",
+            "{what} has {} sample column(s) besides the gene column '{}'; Kendall's tau needs at least 2 samples",
             samples.len(),
             gene_field.name()
         )));
@@ -279,88 +271,11 @@ fn rows_columns(
     Ok((gene_field.name().clone(), samples))
 }
 
-/// The Parquet files at `path`: the file itself, or the `.parquet` files of a
-/// directory (hidden and `_`-prefixed names skipped) in name order.
-fn list_files(path: &Path) -> Result<Vec<PathBuf>> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| plan_error(format!("cannot open '{}': {e}", path.display())))?;
-    if !meta.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let entries = std::fs::read_dir(path)
-        .map_err(|e| plan_error(format!("cannot list directory '{}': {e}", path.display())))?;
-    let mut files = Vec::new();
-    for entry in entries {
-        let entry = entry
-            .map_err(|e| plan_error(format!("cannot list directory '{}': {e}", path.display())))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let is_parquet = Path::new(&name)
-            .extension()
-            .is_some_and(|e| e.eq_ignore_ascii_case("parquet"));
-        if is_parquet && !name.starts_with('.') && !name.starts_with('_') {
-            files.push(entry.path());
-        }
-    }
-    files.sort();
-    if files.is_empty() {
-        return Err(plan_error(format!(
-            "directory '{}' holds no .parquet files",
-            path.display()
-        )));
-    }
-    Ok(files)
-}
-
-fn open_parquet(file: &Path) -> Result<ParquetRecordBatchReaderBuilder<File>> {
-    let handle = File::open(file)
-        .map_err(|e| plan_error(format!("cannot open '{}': {e}", file.display())))?;
-    ParquetRecordBatchReaderBuilder::try_new(handle).map_err(|e| {
-        plan_error(format!(
-            "'{}' is not a readable Parquet file: {e}",
-            file.display()
-        ))
-    })
-}
-
-/// The record batches of `file`, with read errors naming it; an error when
-/// the load is asked to stop ([`crate::load::checkpoint`]).
-fn batches(file: &Path) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
-    read_batches(file, None)
-}
-
-/// The record batches of `file` with only the (top-level) `columns`.
-fn batches_of(file: &Path, columns: &[&str]) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
-    read_batches(file, Some(columns))
-}
-
-fn read_batches(
-    file: &Path,
-    columns: Option<&[&str]>,
-) -> Result<impl Iterator<Item = Result<RecordBatch>>> {
-    let name = file.display().to_string();
-    let mut builder = open_parquet(file)?.with_batch_size(8192);
-    if let Some(columns) = columns {
-        // By root index: names may contain '.', which `columns` would split.
-        let schema = Arc::clone(builder.schema());
-        let roots = columns.iter().filter_map(|c| schema.index_of(c).ok());
-        let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-        builder = builder.with_projection(mask);
-    }
-    let reader = builder
-        .build()
-        .map_err(|e| data_error(format!("cannot read '{name}': {e}")))?;
-    // A query cancelled meanwhile stops the read between batches.
-    Ok(reader.map(move |b| {
-        crate::load::checkpoint()?;
-        b.map_err(|e| data_error(format!("cannot read '{name}': {e}")))
-    }))
-}
-
-/// Column `name` of `batch` (read from `file`), cast to `to`.
-fn column_as(batch: &RecordBatch, name: &str, file: &Path, to: &DataType) -> Result<ArrayRef> {
+/// Column `name` of `batch` (read from the source `what`), cast to `to`.
+fn column_as(batch: &RecordBatch, name: &str, what: &str, to: &DataType) -> Result<ArrayRef> {
     let column = batch
         .column_by_name(name)
-        .ok_or_else(|| data_error(format!("column '{name}' missing from '{}'", file.display())))?;
+        .ok_or_else(|| data_error(format!("column '{name}' missing from {what}")))?;
     Ok(cast(column, to)?)
 }
 
@@ -393,121 +308,95 @@ impl ExpressionMatrix {
     }
 }
 
-/// Reads every file of `spec`, checking gene ids (non-null, unique), values
-/// (finite, or missing as `spec.missing` allows) and that the data has the
-/// shape the query was planned with. The values are reserved in `memory`
-/// before they are allocated.
-pub fn load(spec: &InputSpec, memory: &QueryMemory) -> Result<ExpressionMatrix> {
-    // The planned size, from Parquet footers or (long layout) a count of the
-    // ids: reserved before anything is allocated, checked against the data.
-    let planned = spec.genes.checked_mul(spec.samples).ok_or_else(|| {
-        data_error(format!(
-            "'{}' would have {} genes x {} samples, more values than memory can address",
-            spec.path, spec.genes, spec.samples
-        ))
-    })?;
-    let reservation = memory.reserve(
-        &format!(
-            "input values ({} genes x {} samples)",
-            spec.genes, spec.samples
-        ),
-        planned.saturating_mul(8),
-    )?;
+/// Reads the source's `batches`, checking gene ids (non-null, unique) and
+/// values (finite, or missing as `spec.missing` allows). The values are
+/// reserved in `memory` before they are allocated.
+pub fn load(
+    spec: &InputSpec,
+    batches: InputBatches,
+    memory: &QueryMemory,
+) -> Result<ExpressionMatrix> {
+    let reservation = memory.reserve("input values", 0)?;
     let buffer = ValueBuffer::new(reservation);
+    // What the other layouts hold while reading, before the matrix is built.
+    let scratch = || memory.reserve("input as read", 0);
     match &spec.columns {
-        Columns::GenesAsRows { gene, samples } => load_rows(spec, gene, samples, buffer),
-        Columns::GenesAsColumns { genes } => layouts::load_columns(spec, genes, buffer),
+        Columns::GenesAsRows { gene, samples } => load_rows(spec, batches, gene, samples, buffer),
+        Columns::GenesAsColumns { genes } => {
+            layouts::load_columns(spec, batches, genes, buffer, scratch()?)
+        }
         Columns::Long {
             gene,
             sample,
             value,
-        } => layouts::load_long(spec, [gene, sample, value], buffer),
+        } => layouts::load_long(spec, batches, [gene, sample, value], buffer, scratch()?),
     }
 }
 
-/// The error for data whose shape differs from the plan (a file rewritten
-/// after the query or view was planned, or a footer that disagrees with its
-/// row groups).
-fn changed_error(spec: &InputSpec, found: String, planned: String) -> DataFusionError {
-    data_error(format!(
-        "'{}' has {found} but had {planned} when the query was planned; the file changed \
-         since (plan the query again) or its Parquet metadata disagrees with its data",
-        spec.path
-    ))
+/// Gene ids of a batch as strings (integer ids in decimal).
+fn gene_ids(batch: &RecordBatch, column: &str, what: &str) -> Result<StringArray> {
+    Ok(column_as(batch, column, what, &DataType::Utf8)?
+        .as_string::<i32>()
+        .clone())
 }
 
 /// [`load`] for the genes_as_rows layout.
 fn load_rows(
     spec: &InputSpec,
+    batches: InputBatches,
     gene_column: &str,
     sample_columns: &[String],
     mut values: ValueBuffer,
 ) -> Result<ExpressionMatrix> {
+    let what = spec.what.as_str();
     let n = sample_columns.len();
     let mut genes = StringBuilder::new();
-    let mut seen: HashMap<String, (usize, usize)> = HashMap::new();
-    for (file_index, file) in spec.files.iter().enumerate() {
-        let name = file.display();
-        let mut row0 = 0usize;
-        for batch in batches(file)? {
-            let batch = batch?;
-            let rows = batch.num_rows();
-            let ids = column_as(&batch, gene_column, file, &DataType::Utf8)?;
-            let ids = ids.as_string::<i32>();
-            let base = values.values.len();
-            if base / n + rows > spec.genes {
-                return Err(changed_error(
-                    spec,
-                    format!("more than {} rows (genes)", spec.genes),
-                    spec.genes.to_string(),
-                ));
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut row0 = 0usize;
+    if let Some(rows) = spec.genes {
+        values.reserve_values(rows.saturating_mul(n))?;
+    }
+    for batch in batches {
+        let batch = batch?;
+        let rows = batch.num_rows();
+        let ids = gene_ids(&batch, gene_column, what)?;
+        let base = values.values.len();
+        values.grow_to(base + rows * n)?;
+        for r in 0..rows {
+            let row = row0 + r + 1;
+            if ids.is_null(r) {
+                return Err(data_error(format!(
+                    "gene id is null in row {row} of {what} (column '{gene_column}')"
+                )));
             }
-            values.grow_to(base + rows * n)?;
-            for r in 0..rows {
-                let row = row0 + r + 1;
-                if ids.is_null(r) {
+            let id = ids.value(r);
+            match seen.entry(id.to_string()) {
+                Entry::Occupied(first) => {
                     return Err(data_error(format!(
-                        "gene id is null in row {row} of '{name}' (column '{gene_column}')"
+                        "duplicate gene id '{id}': row {} and row {row} of {what}",
+                        first.get()
                     )));
                 }
-                let id = ids.value(r);
-                match seen.entry(id.to_string()) {
-                    Entry::Occupied(first) => {
-                        let (f, first_row) = *first.get();
-                        return Err(data_error(format!(
-                            "duplicate gene id '{id}': row {first_row} of '{}' and row {row} of '{name}'",
-                            spec.files[f].display()
-                        )));
-                    }
-                    Entry::Vacant(slot) => {
-                        slot.insert((file_index, row));
-                    }
-                }
-                genes.append_value(id);
-            }
-            for (s, sample) in sample_columns.iter().enumerate() {
-                let col = NumericColumn::read(&batch, sample, file)?;
-                for r in 0..rows {
-                    let x = col.value(r, spec.missing, || {
-                        format!(
-                            "gene '{}' (row {} of '{name}') in sample column '{sample}'",
-                            ids.value(r),
-                            row0 + r + 1
-                        )
-                    })?;
-                    values.set(base + r * n + s, x)?;
+                Entry::Vacant(slot) => {
+                    slot.insert(row);
                 }
             }
-            row0 += rows;
+            genes.append_value(id);
         }
+        for (s, sample) in sample_columns.iter().enumerate() {
+            let col = NumericColumn::read(&batch, sample, what)?;
+            for r in 0..rows {
+                let x = col.value(r, spec.missing, || {
+                    format!(
+                        "gene '{}' (row {} of {what}) in sample column '{sample}'",
+                        ids.value(r),
+                        row0 + r + 1
+                    )
+                })?;
+                values.set(base + r * n + s, x)?;
+            }
+        }
+        row0 += rows;
     }
-    let genes = genes.finish();
-    if genes.len() != spec.genes {
-        return Err(changed_error(
-            spec,
-            format!("{} rows (genes)", genes.len()),
-            spec.genes.to_string(),
-        ));
-    }
-    Ok(ExpressionMatrix::new(genes, n, values))
+    Ok(ExpressionMatrix::new(genes.finish(), n, values))
 }

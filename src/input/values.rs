@@ -11,12 +11,10 @@
 
 use datafusion::arrow::array::{Array, AsArray, Float64Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
-use datafusion::error::Result;
-
-use std::path::Path;
+use datafusion::error::{DataFusionError, Result};
 
 use super::missing::missing_value;
-use super::{MissingValues, checked_value, column_as, data_error};
+use super::{FN_NAME, MissingValues, checked_value, column_as, data_error};
 use crate::memory::{Reservation, try_extend};
 
 /// A value: its nearest f64 (NaN when missing) and, for a 64-bit integer,
@@ -27,6 +25,14 @@ pub struct Exact {
     pub value: f64,
     /// `integer - value`, exact; 0 for every value an f64 holds exactly.
     pub residual: i16,
+}
+
+impl Exact {
+    /// A missing value.
+    pub const MISSING: Exact = Exact {
+        value: f64::NAN,
+        residual: 0,
+    };
 }
 
 /// Splits an integer into its nearest f64 and the remainder.
@@ -53,15 +59,15 @@ pub(super) enum NumericColumn {
 
 impl NumericColumn {
     /// Column `name` of `batch` (read from `file`).
-    pub(super) fn read(batch: &RecordBatch, name: &str, file: &Path) -> Result<Self> {
-        let column = batch.column_by_name(name).ok_or_else(|| {
-            data_error(format!("column '{name}' missing from '{}'", file.display()))
-        })?;
+    pub(super) fn read(batch: &RecordBatch, name: &str, what: &str) -> Result<Self> {
+        let column = batch
+            .column_by_name(name)
+            .ok_or_else(|| data_error(format!("column '{name}' missing from {what}")))?;
         Ok(match column.data_type() {
             DataType::Int64 => Self::Int64(column.as_primitive::<Int64Type>().clone()),
             DataType::UInt64 => Self::UInt64(column.as_primitive::<UInt64Type>().clone()),
             _ => Self::Float(
-                column_as(batch, name, file, &DataType::Float64)?
+                column_as(batch, name, what, &DataType::Float64)?
                     .as_primitive::<Float64Type>()
                     .clone(),
             ),
@@ -127,11 +133,38 @@ impl ValueBuffer {
         Ok(())
     }
 
-    /// Grows the buffer to `len` values (0.0), reserving them first (a
-    /// reservation made up front, e.g. for the planned size, is used first).
+    /// Room for `len` values without reallocating (when the size is known
+    /// before reading), reserved first.
+    pub(super) fn reserve_values(&mut self, len: usize) -> Result<()> {
+        if len <= self.values.capacity() {
+            return Ok(());
+        }
+        let per_value = if self.residuals.is_empty() { 8 } else { 10 };
+        self.reserve_total(len.saturating_mul(per_value))?;
+        self.values
+            .try_reserve_exact(len - self.values.len())
+            .map_err(|e| {
+                DataFusionError::ResourcesExhausted(format!(
+                    "{FN_NAME}: cannot allocate the input values ({len} values): {e}"
+                ))
+            })
+    }
+
+    /// Grows the buffer to `len` values (0.0), reserving them first. Capacity
+    /// grows geometrically (by half), so that a source read batch by batch
+    /// is copied a bounded number of times; a size reserved up front with
+    /// [`Self::reserve_values`] is used first.
     pub(super) fn grow_to(&mut self, len: usize) -> Result<()> {
         if len <= self.values.len() {
             return Ok(());
+        }
+        if len > self.values.capacity() {
+            let room = len.max(
+                self.values
+                    .capacity()
+                    .saturating_add(self.values.capacity() / 2),
+            );
+            self.reserve_values(room)?;
         }
         let per_value = if self.residuals.is_empty() { 8 } else { 10 };
         self.reserve_total(len.saturating_mul(per_value))?;

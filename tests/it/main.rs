@@ -7,6 +7,7 @@ mod balance;
 mod budget;
 mod common;
 mod errors;
+mod inputs;
 mod integers;
 mod kernels;
 mod layouts;

@@ -1,0 +1,322 @@
+//! Where the input comes from: a table or view registered in the session, or
+//! a location (a file, a directory, a glob or a URL) read by DataFusion's
+//! listing tables in Parquet, CSV or TSV (plain or compressed).
+//!
+//! Name resolution follows DataFusion's rule: a name registered in the
+//! session wins; anything else is a location.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::TableReference;
+use datafusion::datasource::file_format::FileFormat;
+use datafusion::datasource::file_format::csv::CsvFormat;
+use datafusion::datasource::file_format::file_compression_type::FileCompressionType;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
+use datafusion::error::{DataFusionError, Result};
+use futures::{FutureExt, TryStreamExt};
+
+use super::plan_error;
+
+/// The file format of a location (`SET kendall.format = ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InputFormat {
+    /// From the file name: `.parquet`; `.csv`; `.tsv`, `.tab` or `.txt`,
+    /// each optionally followed by `.gz`, `.bz2`, `.xz` or `.zst`. A
+    /// directory or glob takes the format of its first such file.
+    #[default]
+    Auto,
+    /// Apache Parquet.
+    Parquet,
+    /// Comma-separated values with a header row.
+    Csv,
+    /// Tab-separated values with a header row.
+    Tsv,
+}
+
+impl fmt::Display for InputFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            InputFormat::Auto => "auto",
+            InputFormat::Parquet => "parquet",
+            InputFormat::Csv => "csv",
+            InputFormat::Tsv => "tsv",
+        })
+    }
+}
+
+impl FromStr for InputFormat {
+    type Err = DataFusionError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(InputFormat::Auto),
+            "parquet" => Ok(InputFormat::Parquet),
+            "csv" => Ok(InputFormat::Csv),
+            "tsv" => Ok(InputFormat::Tsv),
+            other => Err(DataFusionError::Configuration(format!(
+                "kendall.format must be one of 'auto', 'parquet', 'csv', 'tsv', got '{other}'"
+            ))),
+        }
+    }
+}
+
+enum_config_field!(InputFormat);
+
+/// Values a CSV or TSV input reads as missing (null): an empty field, `NA`
+/// (R, pandas) and `null` (GEO series matrices).
+pub const CSV_NULLS: &str = "^(|NA|null)$";
+
+/// An input ready to be scanned.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The table: the registered one, or a listing table over the location.
+    pub provider: Arc<dyn TableProvider>,
+    /// How errors name it: `table 'expr'` or `'data/expr.tsv.gz'`.
+    pub what: String,
+}
+
+/// The table `source` names: a table or view registered in the session, else
+/// the files at the location `source` (format as `format` says).
+pub async fn resolve(state: &dyn Session, source: &str, format: InputFormat) -> Result<Resolved> {
+    if let Some(provider) = registered(state, source).await? {
+        return Ok(Resolved {
+            provider,
+            what: format!("table '{source}'"),
+        });
+    }
+    let what = format!("'{source}'");
+    // Reading a corrupt file's metadata can panic inside arrow (a corrupt
+    // embedded Arrow schema in a Parquet footer did, in arrow-ipc 59): an
+    // error naming the input, not a crash of the process.
+    let listed = std::panic::AssertUnwindSafe(listing(state, source, format))
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            Err(plan_error(format!(
+                "cannot read {what}: reading it panicked ({}); is it a valid file?",
+                super::panic_message(&*panic)
+            )))
+        })?;
+    Ok(Resolved {
+        provider: listed,
+        what,
+    })
+}
+
+/// The table registered under `name` (exactly, or as `schema.table` /
+/// `catalog.schema.table`), if any.
+async fn registered(state: &dyn Session, name: &str) -> Result<Option<Arc<dyn TableProvider>>> {
+    let defaults = &state.config_options().catalog;
+    let mut candidates = vec![TableReference::bare(name)];
+    if name.contains('.') && !name.contains('/') {
+        candidates.push(TableReference::from(name));
+    }
+    let catalogs = state.catalog_list();
+    for reference in candidates {
+        let reference = reference.resolve(&defaults.default_catalog, &defaults.default_schema);
+        let Some(catalog) = catalogs.catalog(&reference.catalog) else {
+            continue;
+        };
+        let Some(schema) = catalog.schema(&reference.schema) else {
+            continue;
+        };
+        if schema.table_exist(&reference.table)
+            && let Some(table) = schema.table(&reference.table).await?
+        {
+            return Ok(Some(table));
+        }
+    }
+    Ok(None)
+}
+
+/// Whether `s` holds a glob character (as DataFusion's listing tables read it).
+fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '['])
+}
+
+/// Format and compression of a file name; `None` if the name says neither.
+fn format_of_name(name: &str) -> Option<(InputFormat, FileCompressionType)> {
+    let lower = name.to_ascii_lowercase();
+    let (stem, compression) = match lower.rsplit_once('.') {
+        Some((stem, ext)) => match FileCompressionType::from_str(ext) {
+            Ok(c) if c.is_compressed() => (stem.to_string(), c),
+            _ => (lower.clone(), FileCompressionType::UNCOMPRESSED),
+        },
+        None => (lower.clone(), FileCompressionType::UNCOMPRESSED),
+    };
+    let format = match stem.rsplit_once('.').map(|(_, ext)| ext) {
+        Some("parquet") if !compression.is_compressed() => InputFormat::Parquet,
+        Some("csv") => InputFormat::Csv,
+        Some("tsv" | "tab" | "txt") => InputFormat::Tsv,
+        _ if compression.is_compressed() => InputFormat::Auto,
+        _ => return None,
+    };
+    Some((format, compression))
+}
+
+/// The extension a compression type adds (`.gz`), or "".
+fn compression_extension(c: FileCompressionType) -> &'static str {
+    [
+        (FileCompressionType::GZIP, ".gz"),
+        (FileCompressionType::BZIP2, ".bz2"),
+        (FileCompressionType::XZ, ".xz"),
+        (FileCompressionType::ZSTD, ".zst"),
+    ]
+    .into_iter()
+    .find_map(|(t, ext)| (t == c).then_some(ext))
+    .unwrap_or("")
+}
+
+/// A listing table over the location `source`.
+async fn listing(
+    state: &dyn Session,
+    source: &str,
+    format: InputFormat,
+) -> Result<Arc<dyn TableProvider>> {
+    let not_found = |detail: String| {
+        plan_error(format!(
+            "cannot open '{source}': {detail}, and no table or view of that name is registered \
+             in the session"
+        ))
+    };
+    let url = ListingTableUrl::parse(source)
+        .map_err(|e| not_found(format!("not a path or URL ({e})")))?;
+    if url.scheme() == "file" && !is_glob(source) {
+        let path = std::path::Path::new(source);
+        if let Err(e) = std::fs::metadata(path) {
+            return Err(not_found(e.to_string()));
+        }
+    }
+    let store = state.runtime_env().object_store(&url).map_err(|e| {
+        plan_error(format!(
+            "cannot read '{source}': no object store for '{}' ({e})",
+            url.object_store()
+        ))
+    })?;
+    // The format: as set, else from the name, else (a directory or a glob)
+    // from the first file listed that has a known extension.
+    let named = format_of_name(source.trim_end_matches('/'));
+    let (mut chosen, mut compression) = match (format, named) {
+        (InputFormat::Auto, Some(found)) => found,
+        (InputFormat::Auto, None) | (_, None) => (format, FileCompressionType::UNCOMPRESSED),
+        (set, Some((_, compression))) => (set, compression),
+    };
+    let collection = url.is_collection() || is_glob(source);
+    let mut files: Vec<String> = Vec::new();
+    if collection {
+        files = url
+            .list_all_files(state, store.as_ref(), "")
+            .await
+            .map_err(|e| plan_error(format!("cannot list '{source}': {e}")))?
+            .map_ok(|meta| meta.location.to_string())
+            .try_collect()
+            .await
+            .map_err(|e| plan_error(format!("cannot list '{source}': {e}")))?;
+        files.retain(|f| {
+            let name = f.rsplit('/').next().unwrap_or(f);
+            !name.starts_with('.') && !name.starts_with('_')
+        });
+        files.sort();
+        if chosen == InputFormat::Auto {
+            let first = files
+                .iter()
+                .filter_map(|f| format_of_name(f))
+                .find(|(f, _)| *f != InputFormat::Auto);
+            match first {
+                Some((f, c)) => (chosen, compression) = (f, c),
+                None => {
+                    return Err(plan_error(format!(
+                        "'{source}' holds no .parquet, .csv or .tsv files{}; name the format with \
+                         SET kendall.format = 'parquet' | 'csv' | 'tsv'",
+                        if files.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (found {})", super::short_list(files.iter()))
+                        }
+                    )));
+                }
+            }
+        }
+    }
+    if chosen == InputFormat::Auto {
+        return Err(plan_error(format!(
+            "cannot tell the format of '{source}' from its name; name it with \
+             SET kendall.format = 'parquet' | 'csv' | 'tsv'"
+        )));
+    }
+    let file_format: Arc<dyn FileFormat> = match chosen {
+        InputFormat::Parquet => {
+            Arc::new(ParquetFormat::default().with_options(state.table_options().parquet.clone()))
+        }
+        InputFormat::Csv | InputFormat::Tsv => Arc::new(
+            CsvFormat::default()
+                .with_options(state.table_options().csv.clone())
+                .with_has_header(true)
+                .with_delimiter(if chosen == InputFormat::Tsv {
+                    b'\t'
+                } else {
+                    b','
+                })
+                .with_null_regex(Some(CSV_NULLS.to_string()))
+                .with_file_compression_type(compression),
+        ),
+        InputFormat::Auto => unreachable!("resolved above"),
+    };
+    // A named file is read whatever its name; a directory's files by extension.
+    let extension = if collection && !is_glob(source) {
+        format!(".{chosen}{}", compression_extension(compression))
+    } else {
+        String::new()
+    };
+    if collection && !is_glob(source) && !files.iter().any(|f| f.ends_with(&extension)) {
+        return Err(plan_error(format!(
+            "'{source}' holds no {extension} files{}",
+            if files.is_empty() {
+                String::new()
+            } else {
+                format!(" (found {})", super::short_list(files.iter()))
+            }
+        )));
+    }
+    let options = ListingOptions::new(file_format).with_file_extension(extension);
+    let schema = options
+        .infer_schema(state, &url)
+        .await
+        .map_err(|e| plan_error(format!("cannot read '{source}' as {chosen}: {e}")))?;
+    let config = ListingTableConfig::new(url)
+        .with_listing_options(options)
+        .with_schema(schema);
+    Ok(Arc::new(ListingTable::try_new(config)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_from_names() {
+        let gz = FileCompressionType::GZIP;
+        let none = FileCompressionType::UNCOMPRESSED;
+        assert_eq!(
+            format_of_name("a/expr.parquet"),
+            Some((InputFormat::Parquet, none))
+        );
+        assert_eq!(
+            format_of_name("GSE1_series_matrix.TXT.GZ"),
+            Some((InputFormat::Tsv, gz))
+        );
+        assert_eq!(
+            format_of_name("x.csv.bz2").map(|f| f.0),
+            Some(InputFormat::Csv)
+        );
+        assert_eq!(format_of_name("x.tab").map(|f| f.0), Some(InputFormat::Tsv));
+        assert_eq!(format_of_name("data.gz"), Some((InputFormat::Auto, gz)));
+        assert_eq!(format_of_name("dir"), None);
+        assert_eq!(format_of_name("x.json"), None);
+    }
+}

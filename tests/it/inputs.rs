@@ -1,0 +1,270 @@
+//! Inputs from wherever DataFusion reads them: CSV and TSV files (plain and
+//! compressed), directories and globs, registered tables, views and memory
+//! tables give bit-identical rows to the same matrix as Parquet.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray, Float64Array, Int64Array, StringArray};
+use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+use datafusion::datasource::MemTable;
+use datafusion::prelude::SessionContext;
+
+use crate::common::{self, assert_contains, batch, ctx, read_parquet, run, write_parquet};
+
+/// 61 genes x 57 samples, every gene with ties, one constant gene.
+const TIES: &str = "tests/data/bladder_ties.parquet";
+
+/// Every output row of `source` as (gene_i, gene_j, tau bits, p bits, n),
+/// sorted: equal vectors mean bit-identical rows, orientation included.
+async fn rows(ctx: &SessionContext, source: &str) -> Vec<(String, String, u64, u64, i64)> {
+    let sql = format!("SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs('{source}')");
+    let batches = run(ctx, &sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let mut out = Vec::new();
+    for b in &batches {
+        let gi = b.column(0).as_string::<i32>();
+        let gj = b.column(1).as_string::<i32>();
+        let tau = b.column(2).as_primitive::<Float64Type>();
+        let p = b.column(3).as_primitive::<Float64Type>();
+        let n = b.column(4).as_primitive::<Int64Type>();
+        for r in 0..b.num_rows() {
+            out.push((
+                gi.value(r).to_string(),
+                gj.value(r).to_string(),
+                tau.value(r).to_bits(),
+                p.value(r).to_bits(),
+                n.value(r),
+            ));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Writes `TIES` to `path` with DataFusion's own writer (`options`: the
+/// `COPY ... OPTIONS` of the format).
+async fn copy_ties(path: &Path, options: &str) {
+    let ctx = ctx(1);
+    run(
+        &ctx,
+        &format!(
+            "COPY (SELECT * FROM '{TIES}') TO '{}' STORED AS CSV OPTIONS ({options})",
+            path.display()
+        ),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn csv_and_tsv_plain_and_compressed_equal_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = ctx(2);
+    let expected = rows(&c, TIES).await;
+    assert_eq!(expected.len(), 61 * 60 / 2);
+    let tab = "'format.delimiter' '\t'";
+    for (name, options) in [
+        ("ties.csv", "'format.has_header' 'true'".to_string()),
+        ("ties.tsv", format!("'format.has_header' 'true', {tab}")),
+        (
+            "ties.tsv.gz",
+            format!("'format.has_header' 'true', {tab}, 'format.compression' 'gzip'"),
+        ),
+        (
+            "ties.csv.bz2",
+            "'format.has_header' 'true', 'format.compression' 'bzip2'".to_string(),
+        ),
+        (
+            "ties.txt.zst",
+            format!("'format.has_header' 'true', {tab}, 'format.compression' 'zstd'"),
+        ),
+    ] {
+        let path = dir.path().join(name);
+        copy_ties(&path, &options).await;
+        let got = rows(&c, &path.display().to_string()).await;
+        assert!(
+            got == expected,
+            "{name}: rows differ from the Parquet input"
+        );
+    }
+    // A name that says nothing: the format is set.
+    let odd = dir.path().join("matrix.data");
+    std::fs::copy(dir.path().join("ties.tsv"), &odd).unwrap();
+    let msg = common::error(
+        &c,
+        &format!(
+            "SELECT count(*) FROM kendall_all_pairs('{}')",
+            odd.display()
+        ),
+    )
+    .await;
+    assert_contains(&msg, &["cannot tell the format", "kendall.format"]);
+    run(&c, "SET kendall.format = 'tsv'").await.unwrap();
+    assert!(rows(&c, &odd.display().to_string()).await == expected);
+}
+
+#[tokio::test]
+async fn directories_and_globs_read_in_name_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = ctx(3);
+    let expected = rows(&c, TIES).await;
+    // The 61 genes split over three files whose names order them.
+    let all = read_parquet(TIES);
+    let parts = dir.path().join("parts");
+    std::fs::create_dir(&parts).unwrap();
+    for (k, (start, len)) in [(0, 20), (20, 25), (45, 16)].into_iter().enumerate() {
+        write_parquet(
+            &parts.join(format!("part-{k}.parquet")),
+            &all.slice(start, len),
+        );
+    }
+    let dir_rows = rows(&c, &format!("{}/", parts.display())).await;
+    assert!(dir_rows == expected, "directory");
+    let glob_rows = rows(&c, &format!("{}/part-*.parquet", parts.display())).await;
+    assert!(glob_rows == expected, "glob");
+    // A directory of TSV files: the format from the files' names.
+    let tsvs = dir.path().join("tsvs");
+    std::fs::create_dir(&tsvs).unwrap();
+    let ctx1 = ctx(1);
+    for (k, (start, len)) in [(0, 30), (30, 31)].into_iter().enumerate() {
+        let sql = format!(
+            "COPY (SELECT * FROM '{TIES}' LIMIT {len} OFFSET {start}) TO '{}' STORED AS CSV \
+             OPTIONS ('format.has_header' 'true', 'format.delimiter' '\t')",
+            tsvs.join(format!("{k}.tsv")).display()
+        );
+        run(&ctx1, &sql).await.unwrap();
+    }
+    assert!(
+        rows(&c, &tsvs.display().to_string()).await == expected,
+        "tsv directory"
+    );
+}
+
+#[tokio::test]
+async fn registered_tables_views_and_memory_tables_are_inputs_by_name() {
+    let c = ctx(2);
+    let expected = rows(&c, TIES).await;
+    run(
+        &c,
+        &format!("CREATE EXTERNAL TABLE expr STORED AS PARQUET LOCATION '{TIES}'"),
+    )
+    .await
+    .unwrap();
+    assert!(rows(&c, "expr").await == expected, "external table");
+
+    // A view that filters genes: the pairs of the genes it keeps.
+    run(
+        &c,
+        "CREATE VIEW expressed AS SELECT * FROM expr WHERE gene_id <> 'CONSTANT_PROBE'",
+    )
+    .await
+    .unwrap();
+    let filtered: Vec<_> = expected
+        .iter()
+        .filter(|r| r.0 != "CONSTANT_PROBE" && r.1 != "CONSTANT_PROBE")
+        .cloned()
+        .collect();
+    assert_eq!(filtered.len(), 60 * 59 / 2);
+    assert!(rows(&c, "expressed").await == filtered, "view");
+
+    // A memory table of two partitions: their rows in partition order.
+    let all = read_parquet(TIES);
+    let table = MemTable::try_new(
+        all.schema(),
+        vec![vec![all.slice(0, 33)], vec![all.slice(33, 28)]],
+    )
+    .unwrap();
+    c.register_table("in_memory", Arc::new(table)).unwrap();
+    assert!(rows(&c, "in_memory").await == expected, "memory table");
+    // Qualified names resolve too.
+    assert!(rows(&c, "datafusion.public.in_memory").await == expected);
+
+    // EXPLAIN shows the source's scan under the Kendall node, reading only
+    // the columns needed.
+    let plan = common::plan(&c, "EXPLAIN SELECT * FROM kendall_all_pairs('expressed')").await;
+    let kendall = plan.find("KendallExec").expect(&plan);
+    let scan = plan.find("DataSourceExec").expect(&plan);
+    assert!(kendall < scan, "{plan}");
+    assert!(plan.contains("source=table 'expressed'"), "{plan}");
+}
+
+#[tokio::test]
+async fn integer_gene_ids_and_annotation_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("entrez.parquet");
+    let values = |k: usize| -> Arc<dyn Array> {
+        Arc::new(Float64Array::from_iter_values(
+            (0..4).map(|g| ((g * 7 + k * 3) % 11) as f64),
+        ))
+    };
+    write_parquet(
+        &path,
+        &batch(vec![
+            (
+                "symbol",
+                Arc::new(StringArray::from(vec!["A", "B", "C", "D"])),
+            ),
+            (
+                "entrez",
+                Arc::new(Int64Array::from(vec![7157, 672, 675, 1956])),
+            ),
+            ("s1", values(1)),
+            ("s2", values(2)),
+            ("s3", values(3)),
+            ("s4", values(4)),
+        ]),
+    );
+    let c = ctx(2);
+    // Named, an integer column is the gene id; the string column then is
+    // not a sample and is refused with the way out.
+    let msg = common::error(
+        &c,
+        &format!(
+            "SELECT * FROM kendall_all_pairs('{}', 'entrez')",
+            path.display()
+        ),
+    )
+    .await;
+    assert_contains(&msg, &["sample column 'symbol'", "EXCLUDE (symbol)"]);
+    run(
+        &c,
+        &format!(
+            "CREATE VIEW by_entrez AS SELECT * EXCLUDE (symbol) FROM '{}'",
+            path.display()
+        ),
+    )
+    .await
+    .unwrap();
+    let by_entrez = rows(&c, "by_entrez").await;
+    // By default the symbol is the gene id and the integer column a sample:
+    // leave it out with a view, as the README shows.
+    run(
+        &c,
+        &format!(
+            "CREATE VIEW by_symbol AS SELECT * EXCLUDE (entrez) FROM '{}'",
+            path.display()
+        ),
+    )
+    .await
+    .unwrap();
+    let by_symbol = rows(&c, "by_symbol").await;
+    assert_eq!(by_entrez.len(), 6);
+    let ids = |rows: &[(String, String, u64, u64, i64)]| -> Vec<u64> {
+        rows.iter().map(|r| r.2).collect()
+    };
+    let names = [("A", "7157"), ("B", "672"), ("C", "675"), ("D", "1956")];
+    let entrez_of = |s: &str| names.iter().find(|n| n.0 == s).unwrap().1.to_string();
+    // The same pairs, named by symbol or by Entrez id, with the same tau.
+    let mut renamed: Vec<_> = by_symbol
+        .iter()
+        .map(|r| (entrez_of(&r.0), entrez_of(&r.1), r.2, r.3, r.4))
+        .collect();
+    renamed.sort();
+    assert_eq!(ids(&renamed), ids(&by_entrez));
+    assert!(by_symbol.iter().all(|r| r.4 == 4), "4 samples, not 5");
+    // The view with the entrez column left in would have 5 samples.
+    let with_annotation = rows(&c, &path.display().to_string()).await;
+    assert!(with_annotation.iter().all(|r| r.4 == 5));
+}
