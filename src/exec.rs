@@ -30,6 +30,7 @@ use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coop::make_cooperative;
 use datafusion::physical_plan::execution_plan::{
     Boundedness, ChildrenPropertiesMode, EmissionType, ReplaceChildrenOptions, SchedulingType,
+    reset_plan_states,
 };
 use datafusion::physical_plan::metrics::{
     BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
@@ -42,7 +43,7 @@ use futures::{Stream, TryStreamExt};
 
 use crate::filter::TauPredicate;
 use crate::gene_filter::{GenePredicate, ResolvedGenes};
-use crate::input::{self, FN_NAME, InputBatches, InputSpec, RankedMatrix};
+use crate::input::{self, InputBatches, InputSpec, RankedMatrix};
 use crate::kernel::bitset::BitPlanes;
 use crate::kernel::pvalue::{PValueMethod, PValues};
 use crate::kernel::{KernelKind, PairKernel, PairNumerator, Variant, tau};
@@ -237,12 +238,6 @@ fn prepare(
     checkpoint()?;
     let gene_ids = loaded.genes.clone();
     let genes = gene_ids.len();
-    if genes < 2 {
-        return Err(DataFusionError::Execution(format!(
-            "{FN_NAME}: {} has {genes} gene(s); Kendall's tau needs at least 2 to make a pair",
-            spec.what
-        )));
-    }
     let kernel = config.kernel.resolve(genes, loaded.samples)?;
     let shape = format!("{genes} genes x {} samples", loaded.samples);
     let mut ranks_memory = memory.reserve(&format!("ranks and sample orders ({shape})"), 0)?;
@@ -442,6 +437,9 @@ impl ExecutionPlan for KendallExec {
                     let (memory, total_pairs) = (memory.clone(), Arc::clone(&total_pairs));
                     let (input, context) = (Arc::clone(&input), Arc::clone(&context));
                     move || {
+                        // A fresh copy of the scan each load: file scans keep
+                        // per-execution state (a shared queue of files).
+                        let input = reset_plan_states(input)?;
                         let batches = InputBatches::new(input, context, &spec.what)?;
                         let prepared = prepare(&spec, batches, &config, wants_p, &memory)?;
                         let _ = total_pairs.set(prepared.work.total_pairs());

@@ -21,12 +21,13 @@ use crate::input::FN_NAME;
 #[derive(Debug, Clone)]
 pub struct QueryMemory {
     pool: Arc<dyn MemoryPool>,
-    /// The input path, named in errors.
+    /// How errors name the input: `'expr.parquet'` or `table 'expr'`.
     path: String,
 }
 
 impl QueryMemory {
-    /// Reservations for the scan of `path` in `pool` (a query's
+    /// Reservations for the scan of the input `path` names (quoted, as
+    /// `'expr.parquet'` or `table 'expr'`) in `pool` (a query's
     /// `TaskContext::memory_pool`).
     pub fn new(pool: Arc<dyn MemoryPool>, path: &str) -> Self {
         Self {
@@ -88,7 +89,7 @@ impl Reservation {
                 other => other.to_string(),
             };
             DataFusionError::ResourcesExhausted(format!(
-                "{FN_NAME}: the {} of '{}' need {bytes} more bytes ({}) than DataFusion's memory \
+                "{FN_NAME}: the {} of {} need {bytes} more bytes ({}) than DataFusion's memory \
                  pool can grant; raise datafusion.runtime.memory_limit or read fewer genes. {detail}",
                 self.what,
                 self.path,
@@ -166,7 +167,7 @@ mod tests {
     #[test]
     fn reservations_are_released_and_refusals_named() {
         let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(1000));
-        let memory = QueryMemory::new(Arc::clone(&pool), "x.parquet");
+        let memory = QueryMemory::new(Arc::clone(&pool), "'x.parquet'");
         let mut a = memory.reserve("input values", 600).unwrap();
         assert_eq!(pool.reserved(), 600);
         assert_eq!(pool_available(&pool), Some(400));

@@ -8,6 +8,7 @@ use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::plan_err;
 use datafusion::common::stats::Precision;
 use datafusion::error::Result;
+use datafusion::execution::SessionState;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::{ExecutionPlan, StatisticsArgs, StatisticsContext};
 
@@ -114,20 +115,34 @@ impl TableProvider for KendallTable {
             &self.names,
             options.missing,
         )?;
-        let input = source
-            .provider
-            .scan(state, Some(&spec.projection), &[], None)
-            .await?;
         // The row count, when the source knows it exactly (Parquet footers,
         // a memory table): the shape is then known before anything is read.
         let rows = {
+            let planned = source
+                .provider
+                .scan(state, Some(&spec.projection), &[], None)
+                .await?;
             let statistics =
-                StatisticsContext::new().compute(input.as_ref(), &StatisticsArgs::new())?;
+                StatisticsContext::new().compute(planned.as_ref(), &StatisticsArgs::new())?;
             match statistics.num_rows {
                 Precision::Exact(rows) => Some(rows),
                 _ => None,
             }
         };
+        // The scan that reads the values is planned without file statistics:
+        // DataFusion 55 reads a Parquet column whose statistics say min = max
+        // with no nulls as that constant, but Parquet statistics leave NaN
+        // out, so a column (1.0, NaN) would be read as (1.0, 1.0) and a
+        // missing value silently become a measured one.
+        let unchecked = without_statistics(state);
+        let read_state: &dyn Session = unchecked.as_ref().map_or(state, |s| s as &dyn Session);
+        let input = source
+            .provider
+            .scan(read_state, Some(&spec.projection), &[], None)
+            .await?;
+        // Gene order is the source's order: file scans must not let one
+        // partition take another's files.
+        let input = input.with_preserve_order(true).unwrap_or(input);
         let spec = spec.with_rows(rows)?;
         let predicate = filters
             .iter()
@@ -185,6 +200,15 @@ impl TableProvider for KendallTable {
             projection,
         )?))
     }
+}
+
+/// A copy of `state` that plans file scans without collecting file
+/// statistics (`None` when `state` is not DataFusion's own `SessionState`,
+/// e.g. across the FFI).
+fn without_statistics(state: &dyn Session) -> Option<SessionState> {
+    let mut copy = state.as_any().downcast_ref::<SessionState>()?.clone();
+    copy.config_mut().options_mut().execution.collect_statistics = false;
+    Some(copy)
 }
 
 /// How the kernel is chosen: what was asked, and what bounds it. Resolved

@@ -316,7 +316,11 @@ pub fn load(
     batches: InputBatches,
     memory: &QueryMemory,
 ) -> Result<ExpressionMatrix> {
-    let reservation = memory.reserve("input values", 0)?;
+    let shape = match (spec.genes, spec.samples) {
+        (Some(genes), Some(samples)) => format!(" ({genes} genes x {samples} samples)"),
+        _ => String::new(),
+    };
+    let reservation = memory.reserve(&format!("input values{shape}"), 0)?;
     let buffer = ValueBuffer::new(reservation);
     // What the other layouts hold while reading, before the matrix is built.
     let scratch = || memory.reserve("input as read", 0);

@@ -9,6 +9,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
+use datafusion::arrow::datatypes::Schema;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::TableReference;
 use datafusion::datasource::file_format::FileFormat;
@@ -288,6 +289,17 @@ async fn listing(
         .infer_schema(state, &url)
         .await
         .map_err(|e| plan_error(format!("cannot read '{source}' as {chosen}: {e}")))?;
+    // Every column nullable: a directory's files may differ in columns
+    // (DataFusion merges their schemas), and a sample a file lacks is
+    // missing for its genes, not an error about nullability.
+    let schema = Arc::new(Schema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone().with_nullable(true))
+            .collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    ));
     let config = ListingTableConfig::new(url)
         .with_listing_options(options)
         .with_schema(schema);

@@ -43,12 +43,12 @@ async fn missing_path_and_not_parquet() {
     let text = dir.path().join("matrix.parquet");
     std::fs::write(&text, "gene,s1,s2\nA,1,2\n").unwrap();
     let msg = error_for(&text).await;
-    assert_contains(&msg, &["matrix.parquet", "is not a readable Parquet file"]);
+    assert_contains(&msg, &["cannot read", "matrix.parquet", "as parquet"]);
 
     let empty_dir = dir.path().join("empty");
     std::fs::create_dir(&empty_dir).unwrap();
     let msg = error_for(&empty_dir).await;
-    assert_contains(&msg, &["holds no .parquet files"]);
+    assert_contains(&msg, &["holds no .parquet, .csv or .tsv files"]);
 }
 
 #[tokio::test]
@@ -56,13 +56,13 @@ async fn bad_arguments() {
     let msg = error_of("SELECT * FROM kendall_all_pairs()").await;
     assert_contains(&msg, &["takes string literals", "got 0 arguments"]);
     let msg = error_of("SELECT * FROM kendall_all_pairs(42)").await;
-    assert_contains(&msg, &["path must be a string"]);
+    assert_contains(&msg, &["the source must be a string"]);
     let msg =
         error_of("SELECT * FROM kendall_all_pairs('tests/data/bladder_ties.parquet', 'b', 'c')")
             .await;
     assert_contains(
         &msg,
-        &["layout 'genes_as_rows' takes (path [, gene_column])"],
+        &["layout 'genes_as_rows' takes (source [, gene_column])"],
     );
     let msg = error_of("SELECT * FROM kendall_all_pairs('a', 'b', 'c', 'd', 'e')").await;
     assert_contains(&msg, &["got 5 arguments"]);
@@ -298,7 +298,8 @@ async fn directories_and_integer_samples() {
     assert_eq!((got[2].0, got[2].1), ("B", "C"));
     assert!((got[2].2 - 1.0 / 3.0).abs() < 1e-15, "{}", got[2].2);
 
-    // A file with another schema in the same directory is refused.
+    // A file whose column types conflict with the others' is refused (files
+    // with other columns are merged, as DataFusion's listing tables do).
     write_parquet(
         &dir.path().join("part-2.parquet"),
         &batch(vec![
@@ -307,7 +308,7 @@ async fn directories_and_integer_samples() {
         ]),
     );
     let msg = error_for(dir.path()).await;
-    assert_contains(&msg, &["different schemas", "part-2.parquet"]);
+    assert_contains(&msg, &["cannot read", "Fail to merge schema field 's1'"]);
 }
 
 #[tokio::test]
@@ -339,8 +340,8 @@ async fn long_column_lists_are_cut() {
     assert!(!msg.contains("cell_8,"), "{msg}");
     assert!(msg.len() < 600, "{} bytes: {msg}", msg.len());
 
-    // Two files of a directory that differ far into their schemas: the
-    // message names the first difference, not both schemas in full.
+    // Two files of a directory whose schemas conflict far into them: the
+    // message names the conflict, not both schemas in full.
     let dir = tempfile::tempdir().unwrap();
     let wide = |last: &str| {
         let mut cols: Vec<(String, Arc<dyn Array>)> =
@@ -349,8 +350,11 @@ async fn long_column_lists_are_cut() {
         cols.push((last.to_string(), floats(&[Some(1.0)])));
         cols
     };
-    for (file, last) in [("part-1.parquet", "s_last"), ("part-2.parquet", "s_other")] {
-        let cols = wide(last);
+    for (file, last) in [("part-1.parquet", false), ("part-2.parquet", true)] {
+        let mut cols = wide("s_last");
+        if last {
+            cols.last_mut().unwrap().1 = genes(&[Some("x")]);
+        }
         write_parquet(
             &dir.path().join(file),
             &batch(
@@ -364,10 +368,10 @@ async fn long_column_lists_are_cut() {
     assert_contains(
         &msg,
         &[
-            "different schemas",
-            "column 5002",
-            "s_last: Float64",
-            "s_other: Float64",
+            "cannot read",
+            "Fail to merge schema field 's_last'",
+            "Float64",
+            "Utf8",
         ],
     );
     assert!(msg.len() < 600, "{} bytes: {msg}", msg.len());
@@ -451,6 +455,7 @@ async fn option_values_are_checked_and_named() {
     assert_eq!(
         names,
         [
+            "kendall.format",
             "kendall.kernel",
             "kendall.layout",
             "kendall.memory_limit",

@@ -18,7 +18,12 @@ const TIES: &str = "tests/data/bladder_ties.parquet";
 /// Every output row of `source` as (gene_i, gene_j, tau bits, p bits, n),
 /// sorted: equal vectors mean bit-identical rows, orientation included.
 async fn rows(ctx: &SessionContext, source: &str) -> Vec<(String, String, u64, u64, i64)> {
-    let sql = format!("SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs('{source}')");
+    rows_of(ctx, &format!("'{source}'")).await
+}
+
+/// [`rows`] of `kendall_all_pairs(args)`.
+async fn rows_of(ctx: &SessionContext, args: &str) -> Vec<(String, String, u64, u64, i64)> {
+    let sql = format!("SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs({args})");
     let batches = run(ctx, &sql)
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
@@ -237,7 +242,7 @@ async fn integer_gene_ids_and_annotation_columns() {
     )
     .await
     .unwrap();
-    let by_entrez = rows(&c, "by_entrez").await;
+    let by_entrez = rows_of(&c, "'by_entrez', 'entrez'").await;
     // By default the symbol is the gene id and the integer column a sample:
     // leave it out with a view, as the README shows.
     run(
