@@ -214,13 +214,9 @@ impl<T: Send + Sync + 'static> SharedLoad<T> {
     {
         let result = with_stop_flag(&stop, || {
             catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
                 Err(DataFusionError::Execution(format!(
-                    "{FN_NAME}: loading the input panicked: {what}"
+                    "{FN_NAME}: loading the input panicked: {}",
+                    crate::input::panic_message(&*panic)
                 )))
             })
         });

@@ -11,6 +11,7 @@ use datafusion::error::Result;
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::{ExecutionPlan, StatisticsArgs, StatisticsContext};
+use futures::FutureExt;
 
 use crate::exec::{KendallExec, ScanConfig};
 use crate::filter::{P_VALUE, TAU, TauPredicate};
@@ -99,6 +100,31 @@ impl TableProvider for KendallTable {
     }
 
     async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        // Planning reads the source's metadata (schemas, Parquet footers),
+        // where a corrupt file has made arrow panic: an error naming the
+        // source, not a crash of the process.
+        std::panic::AssertUnwindSafe(self.plan(state, projection, filters, limit))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| {
+                plan_err!(
+                    "{FN_NAME}: cannot read '{}': reading it panicked ({}); is it a valid file?",
+                    self.source,
+                    input::panic_message(&*panic)
+                )
+            })
+    }
+}
+
+impl KendallTable {
+    /// [`TableProvider::scan`], unguarded.
+    async fn plan(
         &self,
         state: &dyn Session,
         projection: Option<&Vec<usize>>,

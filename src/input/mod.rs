@@ -253,10 +253,16 @@ fn rows_columns(
             return Err(plan_error(format!(
                 "sample column '{}' in {what} has type {dt}; every column except the gene column '{}' \
                  must be an integer or floating-point number (leave other columns out with a view: \
-                 CREATE VIEW v AS SELECT * EXCLUDE ({}) FROM ...)",
+                 CREATE VIEW v AS SELECT * EXCLUDE ({}) FROM ...){}",
                 field.name(),
                 gene_field.name(),
-                field.name()
+                field.name(),
+                if is_string(dt) {
+                    "; in a CSV or TSV file one value that is not a number (NA, say) makes its \
+                     column text: write missing values as empty fields"
+                } else {
+                    ""
+                }
             )));
         }
         samples.push(field.name().clone());

@@ -20,7 +20,7 @@ use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
 use datafusion::error::{DataFusionError, Result};
-use futures::{FutureExt, TryStreamExt};
+use futures::TryStreamExt;
 
 use super::plan_error;
 
@@ -68,10 +68,6 @@ impl FromStr for InputFormat {
 
 enum_config_field!(InputFormat);
 
-/// Values a CSV or TSV input reads as missing (null): an empty field, `NA`
-/// (R, pandas) and `null` (GEO series matrices).
-pub const CSV_NULLS: &str = "^(|NA|null)$";
-
 /// An input ready to be scanned.
 #[derive(Debug, Clone)]
 pub struct Resolved {
@@ -90,22 +86,9 @@ pub async fn resolve(state: &dyn Session, source: &str, format: InputFormat) -> 
             what: format!("table '{source}'"),
         });
     }
-    let what = format!("'{source}'");
-    // Reading a corrupt file's metadata can panic inside arrow (a corrupt
-    // embedded Arrow schema in a Parquet footer did, in arrow-ipc 59): an
-    // error naming the input, not a crash of the process.
-    let listed = std::panic::AssertUnwindSafe(listing(state, source, format))
-        .catch_unwind()
-        .await
-        .unwrap_or_else(|panic| {
-            Err(plan_error(format!(
-                "cannot read {what}: reading it panicked ({}); is it a valid file?",
-                super::panic_message(&*panic)
-            )))
-        })?;
     Ok(Resolved {
-        provider: listed,
-        what,
+        provider: listing(state, source, format).await?,
+        what: format!("'{source}'"),
     })
 }
 
@@ -263,7 +246,6 @@ async fn listing(
                 } else {
                     b','
                 })
-                .with_null_regex(Some(CSV_NULLS.to_string()))
                 .with_file_compression_type(compression),
         ),
         InputFormat::Auto => unreachable!("resolved above"),
