@@ -65,6 +65,19 @@ fn sql_examples_run() {
         outputs.contains("| 124750 | 11766    | 42            |"),
         "{outputs}"
     );
+    // sql/inputs.sql: the TSV.gz gives the demo's 17 strong pairs, the view
+    // fewer genes, the annotation join symbols.
+    for needle in [
+        "| 17           |",
+        "| 1677196 | 14           |",
+        "| THRA     | CYP2A6   | 0.6115      |",
+    ] {
+        assert!(
+            outputs.contains(needle),
+            "'{needle}' missing from:\n{outputs}"
+        );
+    }
+    assert!(scratch.path().join("demo_expression.tsv.gz").exists());
     assert!(scratch.path().join("network.parquet").exists());
     assert!(scratch.path().join("network.csv").exists());
 }
