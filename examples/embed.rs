@@ -2,6 +2,10 @@
 //!
 //! Run: `cargo run --example embed [path/to/expression.parquet]`
 
+use std::sync::Arc;
+
+use datafusion::arrow::array::{ArrayRef, Float64Array, RecordBatch, StringArray};
+use datafusion::datasource::MemTable;
 use datafusion::error::Result;
 use datafusion::prelude::SessionContext;
 
@@ -36,5 +40,21 @@ async fn main() -> Result<()> {
         ))
         .await?;
     df.show().await?;
+
+    // Any table registered on the context is an input by name: here a
+    // memory table built in the program (4 genes x 5 samples).
+    let genes = StringArray::from(vec!["BRCA1", "TP53", "MYC", "EGFR"]);
+    let mut columns: Vec<(String, ArrayRef)> = vec![("gene".into(), Arc::new(genes))];
+    for s in 0..5 {
+        let values: Vec<f64> = (0..4).map(|g| ((g * 3 + s * 7) % 5) as f64).collect();
+        columns.push((format!("sample_{s}"), Arc::new(Float64Array::from(values))));
+    }
+    let batch = RecordBatch::try_from_iter(columns)?;
+    let table = MemTable::try_new(batch.schema(), vec![vec![batch]])?;
+    ctx.register_table("in_memory", Arc::new(table))?;
+    ctx.sql("SELECT gene_i, gene_j, tau, n FROM kendall_all_pairs('in_memory')")
+        .await?
+        .show()
+        .await?;
     Ok(())
 }
