@@ -36,7 +36,9 @@ fn parse() -> Args {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mut a = Args {
         files: Vec::new(),
-        kernels: ["naive", "gse", "vse", "bitset"].map(String::from).to_vec(),
+        kernels: ["naive", "gse", "vse", "bitset", "zero"]
+            .map(String::from)
+            .to_vec(),
         partitions: if cores > 1 { vec![1, cores] } else { vec![1] },
         tile_sizes: vec![datafusion_kendall::options::DEFAULT_TILE_SIZE],
         filter: None,

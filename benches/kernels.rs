@@ -6,6 +6,7 @@
 //! cargo bench --bench kernels -- 5000 vse bitset   # chosen n and kernels
 //! cargo bench --bench kernels -- 57 missing=0.1     # 10 % of values missing
 //! cargo bench --bench kernels -- 2000 zeros=0.5     # half the values 0 (counts)
+//! cargo bench --bench kernels -- 20000 zeros=0.95 vse zero   # single-cell-like
 //! ```
 //!
 //! For each n: 48 random genes (no ties, and with ties: values from n/4
@@ -99,7 +100,7 @@ fn main() {
     let only: Vec<&str> = args
         .iter()
         .map(String::as_str)
-        .filter(|a| ["naive", "gse", "vse", "bitset"].contains(a))
+        .filter(|a| ["naive", "gse", "vse", "bitset", "zero"].contains(a))
         .collect();
     let sizes = if sizes.is_empty() {
         vec![57, 128, 310, 1000]
@@ -119,6 +120,8 @@ fn main() {
             for kind in [KernelKind::Vse, KernelKind::Bitset] {
                 runs.extend(isas.iter().map(|&isa| (kind, isa)));
             }
+            // Scalar code; its VSE fallback (missing values) on the best ISA.
+            runs.push((KernelKind::Zero, isas[0]));
             runs.retain(|(kind, _)| only.is_empty() || only.contains(&kind.to_string().as_str()));
             // Bit-planes only when the bitset kernel runs (GBs at large n).
             let planes = runs
@@ -142,7 +145,8 @@ fn main() {
                 base.map_or("-".to_string(), |b| format!("{:.2}x", rate / b))
             };
             for (&(kind, isa), &rate) in runs.iter().zip(&rates) {
-                let simd = if matches!(kind, KernelKind::Naive | KernelKind::Gse) {
+                let simd = if matches!(kind, KernelKind::Naive | KernelKind::Gse | KernelKind::Zero)
+                {
                     "-"
                 } else {
                     isa.name()

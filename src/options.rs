@@ -71,7 +71,7 @@ macro_rules! kendall_options {
 kendall_options! {
     /// Coefficient: 'b' (tau-b, tie-corrected, the default), 'a' (tau-a) or 'c' (Stuart's tau-c).
     variant: Variant = Variant::B,
-    /// Kernel: 'auto' (the fastest for the data), 'naive', 'gse', 'vse' or 'bitset'.
+    /// Kernel: 'auto' (the fastest for the data), 'naive', 'gse', 'vse', 'bitset' or 'zero' (zero-inflated data).
     kernel: KernelChoice = KernelChoice::Auto,
     /// Instruction set of the SIMD kernels: 'auto', 'avx512', 'avx2' or 'scalar'.
     simd: SimdChoice = SimdChoice::Auto,

@@ -18,6 +18,7 @@ pub mod isa;
 pub mod naive;
 pub mod pvalue;
 pub mod vse;
+pub mod zero;
 
 use std::fmt;
 use std::str::FromStr;
@@ -59,6 +60,9 @@ pub enum KernelChoice {
     Vse,
     /// Bit-planes and popcounts, O(n²/64) word operations, no branches.
     Bitset,
+    /// Zero-inflated: O(k log n) in the samples outside the sparser gene's
+    /// largest tie group (single-cell counts); chosen only when asked for.
+    Zero,
 }
 
 /// A concrete kernel, after `auto` has been resolved.
@@ -72,6 +76,8 @@ pub enum KernelKind {
     Vse,
     /// [`bitset::Bitset`].
     Bitset,
+    /// [`zero::Zero`] (VSE for pairs touching a gene with missing values).
+    Zero,
 }
 
 /// Up to how many samples the bit-plane kernel beats VSE on `isa`.
@@ -126,6 +132,7 @@ impl KernelChoice {
             KernelChoice::Gse => KernelKind::Gse,
             KernelChoice::Vse => KernelKind::Vse,
             KernelChoice::Bitset => KernelKind::Bitset,
+            KernelChoice::Zero => KernelKind::Zero,
             KernelChoice::Auto
                 if samples <= bitset_max_samples(isa)
                     && bitset::plane_bytes(genes, samples) <= memory_limit
@@ -173,6 +180,7 @@ impl fmt::Display for KernelChoice {
             KernelChoice::Gse => "gse",
             KernelChoice::Vse => "vse",
             KernelChoice::Bitset => "bitset",
+            KernelChoice::Zero => "zero",
         })
     }
 }
@@ -186,8 +194,9 @@ impl FromStr for KernelChoice {
             "gse" => Ok(KernelChoice::Gse),
             "vse" => Ok(KernelChoice::Vse),
             "bitset" => Ok(KernelChoice::Bitset),
+            "zero" => Ok(KernelChoice::Zero),
             other => Err(DataFusionError::Configuration(format!(
-                "kendall.kernel must be one of 'auto', 'naive', 'gse', 'vse', 'bitset', got '{other}'"
+                "kendall.kernel must be one of 'auto', 'naive', 'gse', 'vse', 'bitset', 'zero', got '{other}'"
             ))),
         }
     }
@@ -200,6 +209,7 @@ impl fmt::Display for KernelKind {
             KernelKind::Gse => "gse",
             KernelKind::Vse => "vse",
             KernelKind::Bitset => "bitset",
+            KernelKind::Zero => "zero",
         })
     }
 }
@@ -294,6 +304,14 @@ enum KernelState {
         identity: Vec<u32>,
     },
     Bitset(Bitset),
+    Zero {
+        zero: zero::Zero,
+        /// Per gene, the run of its sample order holding its largest tie
+        /// group; computed when the gene is first met (`None` before).
+        runs: Vec<Option<Range<usize>>>,
+        /// VSE, for pairs touching a gene with missing values.
+        fallback: Box<PairKernel>,
+    },
 }
 
 impl PairKernel {
@@ -320,6 +338,11 @@ impl PairKernel {
                     DataFusionError::Internal("the bitset kernel needs bit-planes".to_string())
                 })?,
             )),
+            KernelKind::Zero => KernelState::Zero {
+                zero: zero::Zero::default(),
+                runs: Vec::new(),
+                fallback: Box::new(PairKernel::new(KernelKind::Vse, samples, isa, None)?),
+            },
         };
         Ok(Self { state })
     }
@@ -331,6 +354,7 @@ impl PairKernel {
             KernelState::Gse(_) => KernelKind::Gse,
             KernelState::Vse { .. } => KernelKind::Vse,
             KernelState::Bitset(_) => KernelKind::Bitset,
+            KernelState::Zero { .. } => KernelKind::Zero,
         }
     }
 
@@ -339,11 +363,27 @@ impl PairKernel {
     /// takes each kernel's slower path: the naive kernel masks the missing
     /// samples out, GSE recounts on the shared samples, VSE gathers them in
     /// `i`'s order (which then is the identity) and runs on them with their
-    /// tie counts; the bit-plane kernel needs no other path.
+    /// tie counts; the bit-plane kernel needs no other path; the
+    /// zero-inflated kernel hands such pairs to VSE.
     pub fn numerator(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
         let gaps = m.has_gaps(i) || m.has_gaps(j);
         match &mut self.state {
             KernelState::Bitset(b) => b.numerator(m, i, j),
+            KernelState::Zero { fallback, .. } if gaps => fallback.numerator(m, i, j),
+            KernelState::Zero { zero, runs, .. } => {
+                if runs.len() < m.genes() {
+                    runs.resize(m.genes(), None);
+                }
+                let mut gene = |g: usize| zero::ZeroGene {
+                    ranks: m.ranks(g),
+                    order: m.order(g),
+                    run: runs[g]
+                        .get_or_insert_with(|| zero::largest_run(m.ranks(g), m.order(g)))
+                        .clone(),
+                };
+                let (a, b) = (gene(i), gene(j));
+                zero.numerator(a, b)
+            }
             KernelState::Naive if gaps => naive::numerator_complete(m.ranks(i), m.ranks(j)),
             KernelState::Naive => naive::numerator(m.ranks(i), m.ranks(j)),
             KernelState::Gse(g) if gaps => g.numerator_complete(m, i, j),

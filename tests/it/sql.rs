@@ -31,7 +31,7 @@ fn assert_matches_reference(got: &[Pair], expected: &[Pair], tol: f64) {
 #[tokio::test]
 async fn tau_b_matches_scipy_on_real_data_with_ties() {
     let expected = reference("tests/data/bladder_ties_reference.csv");
-    for kernel in ["naive", "gse", "vse", "bitset", "auto"] {
+    for kernel in ["naive", "gse", "vse", "bitset", "zero", "auto"] {
         let ctx = ctx(3);
         let got = pairs(
             &ctx,
@@ -45,7 +45,7 @@ async fn tau_b_matches_scipy_on_real_data_with_ties() {
 #[tokio::test]
 async fn tau_a_matches_exact_reference() {
     let expected = reference("tests/data/bladder_ties_reference_a.csv");
-    for kernel in ["naive", "gse", "vse", "bitset"] {
+    for kernel in ["naive", "gse", "vse", "bitset", "zero"] {
         let ctx = ctx(2);
         let got = pairs(
             &ctx,
