@@ -46,7 +46,7 @@ use crate::gene_filter::{GenePredicate, ResolvedGenes};
 use crate::input::{self, InputBatches, InputSpec, RankedMatrix};
 use crate::kernel::bitset::BitPlanes;
 use crate::kernel::pvalue::{PValueMethod, PValues};
-use crate::kernel::{KernelKind, PairKernel, PairNumerator, Variant, tau};
+use crate::kernel::{KernelChoice, KernelKind, PairKernel, PairNumerator, Variant, tau};
 use crate::load::{SharedLoad, checkpoint};
 use crate::memory::{QueryMemory, Reservation};
 pub use crate::pace::POLL_BUDGET;
@@ -251,6 +251,12 @@ fn prepare(
     // The values (and their reservation) are no longer needed once ranked.
     drop(loaded);
     checkpoint()?;
+    // `auto` switches to the zero-inflated kernel where the data is.
+    let kernel = if config.kernel.choice == KernelChoice::Auto {
+        crate::kernel::zero::prefer(kernel, &matrix)
+    } else {
+        kernel
+    };
     let mut planes_memory = memory.reserve(&format!("bit-planes ({shape})"), 0)?;
     let planes = if kernel == KernelKind::Bitset {
         let bytes = crate::kernel::bitset::plane_bytes(genes, matrix.samples());
@@ -316,6 +322,11 @@ impl DisplayAs for KendallExec {
         match c.planned_kernel {
             Some(kernel) => {
                 write!(f, "{sep}kernel{eq}{kernel}")?;
+                if c.kernel.choice == KernelChoice::Auto
+                    && crate::kernel::zero::may_prefer(kernel, self.spec.samples.unwrap_or(0))
+                {
+                    write!(f, " (zero if zero-inflated)")?;
+                }
                 if matches!(kernel, KernelKind::Vse | KernelKind::Bitset) {
                     write!(f, "{sep}simd{eq}{}", c.kernel.isa)?;
                 }

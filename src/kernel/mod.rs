@@ -306,9 +306,9 @@ enum KernelState {
     Bitset(Bitset),
     Zero {
         zero: zero::Zero,
-        /// Per gene, the run of its sample order holding its largest tie
-        /// group; computed when the gene is first met (`None` before).
-        runs: Vec<Option<Range<usize>>>,
+        /// Per gene, its largest tie group and dominance table, computed
+        /// when the gene is first met (`None` before).
+        shapes: Vec<Option<zero::ZeroShape>>,
         /// VSE, for pairs touching a gene with missing values.
         fallback: Box<PairKernel>,
     },
@@ -340,7 +340,7 @@ impl PairKernel {
             )),
             KernelKind::Zero => KernelState::Zero {
                 zero: zero::Zero::default(),
-                runs: Vec::new(),
+                shapes: Vec::new(),
                 fallback: Box::new(PairKernel::new(KernelKind::Vse, samples, isa, None)?),
             },
         };
@@ -370,19 +370,35 @@ impl PairKernel {
         match &mut self.state {
             KernelState::Bitset(b) => b.numerator(m, i, j),
             KernelState::Zero { fallback, .. } if gaps => fallback.numerator(m, i, j),
-            KernelState::Zero { zero, runs, .. } => {
-                if runs.len() < m.genes() {
-                    runs.resize(m.genes(), None);
+            KernelState::Zero {
+                zero,
+                shapes,
+                fallback,
+            } => {
+                if shapes.len() < m.genes() {
+                    shapes.resize(m.genes(), None);
                 }
-                let mut gene = |g: usize| zero::ZeroGene {
-                    ranks: m.ranks(g),
-                    order: m.order(g),
-                    run: runs[g]
-                        .get_or_insert_with(|| zero::largest_run(m.ranks(g), m.order(g)))
-                        .clone(),
-                };
-                let (a, b) = (gene(i), gene(j));
-                zero.numerator(a, b)
+                for g in [i, j] {
+                    if shapes[g].is_none() {
+                        shapes[g] = Some(zero::ZeroShape::new(m.ranks(g), m.order(g)));
+                    }
+                }
+                match (&shapes[i], &shapes[j]) {
+                    (Some(si), Some(sj)) => zero.numerator(
+                        zero::ZeroGene {
+                            ranks: m.ranks(i),
+                            order: m.order(i),
+                            shape: si,
+                        },
+                        zero::ZeroGene {
+                            ranks: m.ranks(j),
+                            order: m.order(j),
+                            shape: sj,
+                        },
+                    ),
+                    // Both are built above; VSE all the same, never a panic.
+                    _ => fallback.numerator(m, i, j),
+                }
             }
             KernelState::Naive if gaps => naive::numerator_complete(m.ranks(i), m.ranks(j)),
             KernelState::Naive => naive::numerator(m.ranks(i), m.ranks(j)),

@@ -19,13 +19,13 @@
 //! - `a ∈ N`, `b ∈ Z`: `sgn(u_a − z) · sgn(v_a − v_b)`; summed over `b ∈ Z`
 //!   this is `sgn(u_a − z) · (D_v(a) − E_v(a))`, where
 //!   `D_v(a) = Σ_{all b} sgn(v_a − v_b)` = (samples below `v_a`) − (samples
-//!   above `v_a`) depends on `v` alone (two binary searches in `v`'s sample
-//!   order, which [`RankedMatrix`](crate::input::RankedMatrix) keeps) and
+//!   above `v_a`) depends on `v` alone (a table by rank, built once per gene
+//!   from its sample order: [`ZeroShape`]) and
 //!   `E_v(a) = Σ_{b ∈ N} sgn(v_a − v_b)` is read off `v` restricted to `N`,
 //!   sorted.
 //!
 //! So `S = S_N + Σ_{a ∈ N} sgn(u_a − z) · (D_v(a) − E_v(a))`: two sorts of
-//! `k` values, a merge count and `k` binary searches, O(k log n). `S` is
+//! `k` values, a merge count and `k` binary searches, O(k log k). `S` is
 //! symmetric, so the gene with fewer samples outside its largest tie group
 //! plays `u`. In `u`'s sample order (ascending rank) the largest group is
 //! one run `order[lo..hi]`: the samples before it are below `z`, those after
@@ -33,28 +33,121 @@
 //! bit.
 //!
 //! For complete genes only: `SET kendall.kernel = 'zero'` hands pairs
-//! touching a gene with missing values to VSE. `auto` does not choose it yet.
+//! touching a gene with missing values to VSE. `auto` chooses it by the
+//! share of samples outside the genes' largest tie groups ([`prefer`]).
 
 use std::ops::Range;
 
+use super::KernelKind;
 use super::gse::count_inversions;
+use crate::input::RankedMatrix;
 
-/// The run of `order` (a gene's samples in ascending rank order, `ranks`
-/// its dense ranks) holding its largest tie group; the first such run when
-/// several are equally long.
-pub fn largest_run(ranks: &[u32], order: &[u32]) -> Range<usize> {
-    let mut best = 0..0;
-    let mut start = 0;
-    for p in 1..=order.len() {
-        let ends = p == order.len() || ranks[order[p] as usize] != ranks[order[start] as usize];
-        if ends {
-            if p - start > best.len() {
-                best = start..p;
-            }
-            start = p;
-        }
+/// Where `auto` trades VSE for the zero-inflated kernel: at most this mean
+/// share of samples outside each gene's largest tie group. Measured with
+/// `cargo bench --bench kernels -- 310 1000 2000 zeros=F vse zero bitset`
+/// on a 2-core AMD EPYC Zen 3 (AVX2): zero passes AVX2 VSE from about 75 %
+/// zeros at every n (n = 2,000: 1.73e4 against 4.30e4 pairs/s at 50 %,
+/// 3.55e4 against 4.06e4 at 70 %, 6.35e4 against 3.95e4 at 80 %, 3.66e5
+/// against 3.83e4 at 95 %; n = 20,000 at 95 %: 2.54e4 against 2.74e3).
+pub const VSE_MAX_OUTSIDE: f64 = 0.25;
+
+/// Where `auto` trades the bit-plane kernel for the zero-inflated one: at
+/// most this mean share outside the largest tie groups, and at least
+/// [`BITSET_MIN_SAMPLES`] samples. Same bench: at 90 % zeros zero runs
+/// 1.60e5 against bitset's 5.05e4 pairs/s at n = 2,000 and 3.54e5 against
+/// 2.50e5 at n = 1,000, but 1.40e6 against 2.50e6 at n = 310; at 85 % zeros
+/// and n = 1,000 bitset still wins (2.49e5 against 2.01e5).
+pub const BITSET_MAX_OUTSIDE: f64 = 0.10;
+
+/// See [`BITSET_MAX_OUTSIDE`].
+pub const BITSET_MIN_SAMPLES: usize = 1000;
+
+/// Whether `auto` could switch `kernel` for `samples` samples to the
+/// zero-inflated kernel once the data is seen.
+pub fn may_prefer(kernel: KernelKind, samples: usize) -> bool {
+    match kernel {
+        KernelKind::Vse => true,
+        KernelKind::Bitset => samples >= BITSET_MIN_SAMPLES,
+        _ => false,
     }
-    best
+}
+
+/// The kernel `auto` runs on `m`, having chosen `kernel` by its shape: the
+/// zero-inflated one when the genes' mean share of samples outside their
+/// largest tie group is at most [`VSE_MAX_OUTSIDE`] (instead of VSE) or
+/// [`BITSET_MAX_OUTSIDE`] (instead of the bit-plane kernel, from
+/// [`BITSET_MIN_SAMPLES`] samples). Not with missing values, whose pairs
+/// the zero-inflated kernel hands to VSE.
+pub fn prefer(kernel: KernelKind, m: &RankedMatrix) -> KernelKind {
+    let n = m.samples();
+    if !may_prefer(kernel, n) || m.any_gaps() || m.genes() == 0 || n == 0 {
+        return kernel;
+    }
+    let outside: usize = (0..m.genes())
+        .map(|g| n - ZeroShape::largest_run(m.ranks(g), m.order(g)).len())
+        .sum();
+    let share = outside as f64 / (m.genes() as f64 * n as f64);
+    let limit = match kernel {
+        KernelKind::Bitset => BITSET_MAX_OUTSIDE,
+        _ => VSE_MAX_OUTSIDE,
+    };
+    if share <= limit {
+        KernelKind::Zero
+    } else {
+        kernel
+    }
+}
+
+/// What the zero-inflated numerator keeps per gene, from one walk over its
+/// sample order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZeroShape {
+    /// The run of the sample order holding the largest tie group (the first
+    /// such run when several are equally long).
+    pub run: Range<usize>,
+    /// Per dense rank `r`: (samples ranked below `r`) − (samples ranked
+    /// above `r`), i.e. `Σ_b sgn(r − rank_b)` over all samples.
+    pub dominance: Vec<i32>,
+}
+
+impl ZeroShape {
+    /// The run of `order` holding a gene's largest tie group (the first such
+    /// run when several are equally long), without the dominance table.
+    pub fn largest_run(ranks: &[u32], order: &[u32]) -> Range<usize> {
+        let mut best = 0..0;
+        let mut start = 0;
+        for p in 1..=order.len() {
+            if p == order.len() || ranks[order[p] as usize] != ranks[order[start] as usize] {
+                if p - start > best.len() {
+                    best = start..p;
+                }
+                start = p;
+            }
+        }
+        best
+    }
+
+    /// The shape of a gene with dense ranks `ranks` (every sample present)
+    /// and samples `order`ed by ascending rank.
+    pub fn new(ranks: &[u32], order: &[u32]) -> Self {
+        let n = order.len();
+        let mut run = 0..0;
+        let mut dominance = Vec::new();
+        let mut start = 0;
+        for p in 1..=n {
+            let rank = ranks[order[start] as usize];
+            if p == n || ranks[order[p] as usize] != rank {
+                if p - start > run.len() {
+                    run = start..p;
+                }
+                // Dense ranks: run after run, rank after rank.
+                debug_assert_eq!(dominance.len(), rank as usize);
+                dominance.push((start + p) as i32 - n as i32);
+                start = p;
+            }
+        }
+        ZeroShape { run, dominance }
+    }
 }
 
 /// One gene as the zero-inflated numerator reads it.
@@ -64,21 +157,14 @@ pub struct ZeroGene<'a> {
     pub ranks: &'a [u32],
     /// Samples in ascending (rank, index) order.
     pub order: &'a [u32],
-    /// The run of `order` holding the largest tie group ([`largest_run`]).
-    pub run: Range<usize>,
+    /// Its [`ZeroShape`].
+    pub shape: &'a ZeroShape,
 }
 
 impl ZeroGene<'_> {
     /// Samples outside the largest tie group.
     fn others(&self) -> usize {
-        self.order.len() - self.run.len()
-    }
-
-    /// `Σ_b sgn(r − rank_b)` over all samples: below `r` minus above `r`.
-    fn dominance(&self, r: u32) -> i64 {
-        let below = self.order.partition_point(|&s| self.ranks[s as usize] < r);
-        let not_above = self.order.partition_point(|&s| self.ranks[s as usize] <= r);
-        below as i64 - (self.order.len() - not_above) as i64
+        self.order.len() - self.shape.run.len()
     }
 }
 
@@ -114,7 +200,7 @@ fn tied_pairs<T: PartialEq>(sorted: impl Iterator<Item = T>) -> i64 {
 }
 
 impl Zero {
-    /// `S` of two complete genes in O(k log n), `k` the fewer samples outside
+    /// `S` of two complete genes in O(k log k), `k` the fewer samples outside
     /// either gene's largest tie group (see the module docs).
     pub fn numerator(&mut self, a: ZeroGene<'_>, b: ZeroGene<'_>) -> i64 {
         debug_assert_eq!(a.ranks.len(), b.ranks.len());
@@ -128,8 +214,8 @@ impl Zero {
         if k == 0 {
             return 0;
         }
-        let below = &u.order[..u.run.start];
-        let above = &u.order[u.run.end..];
+        let below = &u.order[..u.shape.run.start];
+        let above = &u.order[u.shape.run.end..];
         let others = || below.iter().chain(above);
         // v over N, sorted: E_v(a) and the pairs of N tied in v.
         self.sorted_v.clear();
@@ -141,7 +227,7 @@ impl Zero {
             let below_n = sorted_v.partition_point(|&x| x < va) as i64;
             let not_above_n = sorted_v.partition_point(|&x| x <= va) as i64;
             let e = below_n - (k as i64 - not_above_n);
-            v.dominance(va) - e
+            i64::from(v.shape.dominance[va as usize]) - e
         };
         let cross: i64 = above.iter().map(|&s| cross_term(s)).sum::<i64>()
             - below.iter().map(|&s| cross_term(s)).sum::<i64>();
@@ -198,10 +284,13 @@ mod tests {
                 .flat_map(|_| gene(&mut rng, n, zeros, levels))
                 .collect();
             let m = RankedMatrix::from_values(2, n, &values);
+            let shapes: Vec<ZeroShape> = (0..2)
+                .map(|g| ZeroShape::new(m.ranks(g), m.order(g)))
+                .collect();
             let gene = |g: usize| ZeroGene {
                 ranks: m.ranks(g),
                 order: m.order(g),
-                run: largest_run(m.ranks(g), m.order(g)),
+                shape: &shapes[g],
             };
             let expected = naive::numerator(m.ranks(0), m.ranks(1));
             assert_eq!(
@@ -218,23 +307,42 @@ mod tests {
     }
 
     #[test]
-    fn the_largest_run() {
+    fn the_shape_of_a_gene() {
         // Values (0, 3, 0, 1, 0, 3): ranks (0, 2, 0, 1, 0, 2), order by rank.
-        let ranks = [0, 2, 0, 1, 0, 2];
-        let order = [0, 2, 4, 3, 1, 5];
-        assert_eq!(largest_run(&ranks, &order), 0..3);
-        let gene = ZeroGene {
-            ranks: &ranks,
-            order: &order,
-            run: 0..3,
-        };
+        let shape = ZeroShape::new(&[0, 2, 0, 1, 0, 2], &[0, 2, 4, 3, 1, 5]);
+        assert_eq!(shape.run, 0..3);
         // rank 0: 0 below, 3 above; rank 1: 3 below, 2 above; rank 2: 4 below.
-        assert_eq!(
-            [gene.dominance(0), gene.dominance(1), gene.dominance(2)],
-            [-3, 1, 4]
-        );
+        assert_eq!(shape.dominance, vec![-3, 1, 4]);
         // Two largest groups: the first run.
-        assert_eq!(largest_run(&[1, 1, 0, 0], &[2, 3, 0, 1]), 0..2);
-        assert_eq!(largest_run(&[], &[]), 0..0);
+        assert_eq!(ZeroShape::new(&[1, 1, 0, 0], &[2, 3, 0, 1]).run, 0..2);
+        assert_eq!(ZeroShape::new(&[], &[]).run, 0..0);
+    }
+
+    #[test]
+    fn auto_prefers_it_for_zero_inflated_data() {
+        let mut rng = SmallRng::seed_from_u64(5);
+        let matrix = |n: usize, zeros: f64, rng: &mut SmallRng| {
+            let values: Vec<f64> = (0..8).flat_map(|_| gene(rng, n, zeros, 1000)).collect();
+            RankedMatrix::from_values(8, n, &values)
+        };
+        let sparse = matrix(2000, 0.95, &mut rng);
+        assert_eq!(prefer(KernelKind::Vse, &sparse), KernelKind::Zero);
+        assert_eq!(prefer(KernelKind::Bitset, &sparse), KernelKind::Zero);
+        assert_eq!(prefer(KernelKind::Naive, &sparse), KernelKind::Naive);
+        let dense = matrix(2000, 0.3, &mut rng);
+        assert_eq!(prefer(KernelKind::Vse, &dense), KernelKind::Vse);
+        // 80 % zeros: past VSE's crossover, not the bit-plane kernel's.
+        let middling = matrix(2000, 0.8, &mut rng);
+        assert_eq!(prefer(KernelKind::Vse, &middling), KernelKind::Zero);
+        assert_eq!(prefer(KernelKind::Bitset, &middling), KernelKind::Bitset);
+        // Few samples: the bit-plane kernel stays.
+        let small = matrix(310, 0.95, &mut rng);
+        assert_eq!(prefer(KernelKind::Bitset, &small), KernelKind::Bitset);
+        // Missing values: VSE stays (the zero-inflated kernel would hand
+        // their pairs to it anyway).
+        let mut values: Vec<f64> = (0..8).flat_map(|_| gene(&mut rng, 2000, 0.95, 9)).collect();
+        values[3] = f64::NAN;
+        let gappy = RankedMatrix::from_values(8, 2000, &values);
+        assert_eq!(prefer(KernelKind::Vse, &gappy), KernelKind::Vse);
     }
 }

@@ -510,3 +510,65 @@ async fn gene_filters_compute_only_the_touching_pairs() {
         }
     }
 }
+
+/// Zero-inflated counts (1,200 cells, 95 % zeros): `auto` (which runs the
+/// zero-inflated kernel here: see `kernel::zero::prefer`'s tests) and the
+/// naive kernel give the same bits.
+#[tokio::test]
+async fn zero_inflated_counts_give_the_same_bits_with_auto_and_naive() {
+    use datafusion::arrow::array::{Array, Float64Array, StringArray};
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cells.parquet");
+    let mut rng = SmallRng::seed_from_u64(21);
+    let (genes, cells) = (30, 1200);
+    let mut columns: Vec<(String, std::sync::Arc<dyn Array>)> = vec![(
+        "gene".into(),
+        std::sync::Arc::new(StringArray::from_iter_values(
+            (0..genes).map(|g| format!("G{g}")),
+        )),
+    )];
+    for c in 0..cells {
+        let counts = (0..genes).map(|_| {
+            if rng.random_bool(0.95) {
+                0.0
+            } else {
+                f64::from(rng.random_range(1..20))
+            }
+        });
+        columns.push((
+            format!("c{c}"),
+            std::sync::Arc::new(Float64Array::from_iter_values(counts)),
+        ));
+    }
+    crate::common::write_parquet(
+        &path,
+        &crate::common::batch(
+            columns
+                .iter()
+                .map(|(n, a)| (n.as_str(), a.clone()))
+                .collect(),
+        ),
+    );
+    let sql = format!("SELECT * FROM kendall_all_pairs('{}')", path.display());
+    let ctx = ctx(2);
+    let plan = crate::common::plan(&ctx, &format!("EXPLAIN {sql}")).await;
+    assert!(plan.contains("(zero if zero-inflated)"), "{plan}");
+    let bits = |sql: String| {
+        let ctx = ctx.clone();
+        async move {
+            let mut got: Vec<(String, String, u64)> = pairs(&ctx, &sql)
+                .await
+                .into_iter()
+                .map(|p| (p.gene_i, p.gene_j, p.tau.to_bits()))
+                .collect();
+            got.sort();
+            got
+        }
+    };
+    let auto = bits(format!("SET kendall.kernel = 'auto'; {sql}")).await;
+    let naive = bits(format!("SET kendall.kernel = 'naive'; {sql}")).await;
+    assert_eq!(auto.len(), genes * (genes - 1) / 2);
+    assert_eq!(auto, naive);
+}
