@@ -9,7 +9,7 @@ use datafusion::common::config::{
 };
 use datafusion::error::{DataFusionError, Result};
 
-use crate::input::{InputFormat, Layout, MissingValues};
+use crate::input::{Absent, InputFormat, Layout, MissingValues};
 use crate::kernel::isa::SimdChoice;
 use crate::kernel::pvalue::PValueMethod;
 use crate::kernel::{KernelChoice, Variant};
@@ -87,6 +87,8 @@ kendall_options! {
     pvalue: PValueMethod = PValueMethod::Auto,
     /// Null and NaN values: 'pairwise' (each pair uses the samples both genes have) or 'error'.
     missing: MissingValues = MissingValues::Pairwise,
+    /// Layout 'long': a (gene, sample) without a row is an 'error', 'zero' (sparse counts) or 'missing'.
+    absent: Absent = Absent::Error,
     /// Pairs with fewer complete samples than this get NULL tau and p_value (pandas' min_periods).
     min_periods: MinPeriods = MinPeriods(1),
 }

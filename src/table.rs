@@ -140,6 +140,7 @@ impl KendallTable {
             options.layout,
             &self.names,
             options.missing,
+            options.absent,
         )?;
         // The row count, when the source knows it exactly (Parquet footers,
         // a memory table): the shape is then known before anything is read.

@@ -53,6 +53,47 @@ impl FromStr for Layout {
 
 enum_config_field!(Layout);
 
+/// What a (gene, sample) without a row in a long input means
+/// (`SET kendall.absent = ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Absent {
+    /// An error naming the gene and the sample (the default): every gene
+    /// must have a row for every sample.
+    #[default]
+    Error,
+    /// The value 0: sparse triples (single-cell counts) list only non-zero
+    /// values.
+    Zero,
+    /// A missing value, as a null would be (see `kendall.missing`).
+    Missing,
+}
+
+impl fmt::Display for Absent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Absent::Error => "error",
+            Absent::Zero => "zero",
+            Absent::Missing => "missing",
+        })
+    }
+}
+
+impl FromStr for Absent {
+    type Err = DataFusionError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "error" => Ok(Absent::Error),
+            "zero" => Ok(Absent::Zero),
+            "missing" => Ok(Absent::Missing),
+            other => Err(DataFusionError::Configuration(format!(
+                "kendall.absent must be one of 'error', 'zero', 'missing', got '{other}'"
+            ))),
+        }
+    }
+}
+
+enum_config_field!(Absent);
+
 /// Default column names of the long layout: gene, sample, value.
 const LONG_DEFAULTS: [&str; 3] = ["gene", "sample", "value"];
 
@@ -187,6 +228,7 @@ pub(super) fn inspect_long(
     schema: &SchemaRef,
     names: &[String],
     missing: MissingValues,
+    absent: Absent,
 ) -> Result<InputSpec> {
     if names.len() > 3 {
         return Err(plan_error(format!(
@@ -235,6 +277,7 @@ pub(super) fn inspect_long(
             gene,
             sample,
             value,
+            absent,
         },
         projection,
         missing,
@@ -339,6 +382,7 @@ pub(super) fn load_long(
     spec: &InputSpec,
     batches: InputBatches,
     [gene, sample, value]: [&str; 3],
+    absent: Absent,
     mut values: ValueBuffer,
     mut scratch: Reservation,
 ) -> Result<ExpressionMatrix> {
@@ -381,21 +425,38 @@ pub(super) fn load_long(
         )));
     }
     // Every gene must have every sample once: rows = genes × samples. A
-    // sparse input fails here, before any matrix.
-    if let Some(g) = rows_per_gene.iter().position(|&r| r != n as u64) {
+    // sparse input fails here, before any matrix, unless absent rows have a
+    // meaning (then only a sample given twice is wrong).
+    let complete = |&r: &u64| match absent {
+        Absent::Error => r != n as u64,
+        Absent::Zero | Absent::Missing => r > n as u64,
+    };
+    if let Some(g) = rows_per_gene.iter().position(complete) {
         let problem = gene_problem(&cells, g as u32, &genes, &samples, what);
         return Err(data_error(format!(
             "{problem}; with layout 'long' every gene needs one row for every sample (a null \
-             value marks it missing), and {what} has {} rows for {m} genes x {n} samples \
-             ({} values)",
+             value marks it missing; SET kendall.absent = 'zero' reads absent rows as 0, as \
+             sparse counts list them, or 'missing'), and {what} has {} rows for {m} genes x \
+             {n} samples ({} values)",
             cells.len(),
             m as u128 * n as u128
         )));
     }
-    values.grow_to(m * n)?;
+    let matrix_cells = m.checked_mul(n).ok_or_else(|| {
+        data_error(format!(
+            "{what} has {m} genes x {n} samples, more than memory can address"
+        ))
+    })?;
+    values.grow_to(matrix_cells)?;
+    if absent == Absent::Missing {
+        // Every cell missing until its row is read.
+        for cell in 0..matrix_cells {
+            values.set(cell, Exact::MISSING)?;
+        }
+    }
     // One bit per (gene, sample): a sample given twice leaves another
     // unset, and is found when it comes again.
-    let words = (m * n).div_ceil(64);
+    let words = matrix_cells.div_ceil(64);
     scratch.try_grow(words * 8)?;
     let mut seen = try_filled(words, 0u64, "bitmap of (gene, sample) rows")?;
     for (&(g, s), &x) in cells.iter().zip(&read) {
@@ -403,7 +464,7 @@ pub(super) fn load_long(
         if seen[cell / 64] >> (cell % 64) & 1 == 1 {
             let problem = gene_problem(&cells, g, &genes, &samples, what);
             return Err(data_error(format!(
-                "{problem}; with layout 'long' every gene needs one row for every sample"
+                "{problem}; with layout 'long' a gene has at most one row per sample"
             )));
         }
         seen[cell / 64] |= 1 << (cell % 64);

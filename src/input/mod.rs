@@ -19,7 +19,7 @@ mod read;
 pub mod source;
 mod values;
 
-pub use layouts::Layout;
+pub use layouts::{Absent, Layout};
 pub use missing::MissingValues;
 use missing::checked_value;
 pub use read::InputBatches;
@@ -101,19 +101,23 @@ pub enum Columns {
         sample: String,
         /// The value column.
         value: String,
+        /// What a (gene, sample) without a row means.
+        absent: Absent,
     },
 }
 
 /// Checks the schema of the source `what` for `layout`, naming columns with
 /// `names` (genes_as_rows: `[gene_column]`; long: `[gene, sample, value]`
 /// columns; genes_as_columns: none). Null and NaN values are treated as
-/// `missing` says.
+/// `missing` says, a (gene, sample) without a row of a long input as
+/// `absent` says.
 pub fn inspect(
     what: &str,
     schema: &SchemaRef,
     layout: Layout,
     names: &[String],
     missing: MissingValues,
+    absent: Absent,
 ) -> Result<InputSpec> {
     match layout {
         Layout::GenesAsRows => {
@@ -138,7 +142,7 @@ pub fn inspect(
             })
         }
         Layout::GenesAsColumns => layouts::inspect_columns(what, schema, names, missing),
-        Layout::Long => layouts::inspect_long(what, schema, names, missing),
+        Layout::Long => layouts::inspect_long(what, schema, names, missing, absent),
     }
 }
 
@@ -339,7 +343,15 @@ pub fn load(
             gene,
             sample,
             value,
-        } => layouts::load_long(spec, batches, [gene, sample, value], buffer, scratch()?),
+            absent,
+        } => layouts::load_long(
+            spec,
+            batches,
+            [gene, sample, value],
+            *absent,
+            buffer,
+            scratch()?,
+        ),
     }
 }
 

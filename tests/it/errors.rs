@@ -455,6 +455,7 @@ async fn option_values_are_checked_and_named() {
     assert_eq!(
         names,
         [
+            "kendall.absent",
             "kendall.format",
             "kendall.kernel",
             "kendall.layout",

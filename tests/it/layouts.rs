@@ -374,3 +374,135 @@ async fn a_view_reads_its_file_as_it_is_when_queried() {
     );
     compare(c, 1, 6).await;
 }
+
+/// Sparse triples: with `kendall.absent = 'zero'` a long input listing only
+/// non-zero values gives the bits of the dense matrix with its zeros; with
+/// `'missing'` those of the matrix with nulls there; by default the first
+/// absent row is an error that names the option.
+#[tokio::test]
+async fn absent_rows_read_as_zero_or_missing() {
+    let genes: Vec<String> = (0..5).map(|g| format!("G{g}")).collect();
+    let samples: Vec<String> = (0..8).map(|s| format!("C{s}")).collect();
+    // Counts with many zeros, and ties among the non-zero ones.
+    let values: Vec<Vec<f64>> = (0..5)
+        .map(|g| {
+            (0..8)
+                .map(|s| {
+                    if (g * 3 + s * 5) % 7 < 4 {
+                        0.0
+                    } else {
+                        ((g + s) % 3 + 1) as f64
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let dense = dir.path().join("dense.parquet");
+    write_long(
+        &dense,
+        ["gene", "sample", "value"],
+        &genes,
+        &samples,
+        &values,
+    );
+    // The same values with zeros as nulls, for 'missing'.
+    let nulls = dir.path().join("nulls.parquet");
+    let (mut g_col, mut s_col, mut v_col, mut sparse_g, mut sparse_s, mut sparse_v) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for (g, gene) in genes.iter().enumerate() {
+        for (s, sample) in samples.iter().enumerate() {
+            let x = values[g][s];
+            g_col.push(gene.clone());
+            s_col.push(sample.clone());
+            v_col.push((x != 0.0).then_some(x));
+            if x != 0.0 {
+                sparse_g.push(gene.clone());
+                sparse_s.push(sample.clone());
+                sparse_v.push(x);
+            }
+        }
+    }
+    write_parquet(
+        &nulls,
+        &batch(vec![
+            ("gene", Arc::new(StringArray::from(g_col))),
+            ("sample", Arc::new(StringArray::from(s_col))),
+            ("value", Arc::new(Float64Array::from(v_col))),
+        ]),
+    );
+    let sparse = dir.path().join("sparse.parquet");
+    write_parquet(
+        &sparse,
+        &batch(vec![
+            ("gene", Arc::new(StringArray::from(sparse_g))),
+            ("sample", Arc::new(StringArray::from(sparse_s))),
+            ("value", Arc::new(Float64Array::from(sparse_v))),
+        ]),
+    );
+    let bits = |setting: &'static str, path: std::path::PathBuf| async move {
+        let c = ctx(2);
+        let sql = format!(
+            "SET kendall.layout = 'long'; SET kendall.absent = '{setting}'; \
+             SELECT gene_i, gene_j, tau, n FROM kendall_all_pairs('{}')",
+            path.display()
+        );
+        let mut rows: Vec<(String, String, u64, i64)> = Vec::new();
+        for b in run(&c, &sql).await.unwrap() {
+            for r in 0..b.num_rows() {
+                rows.push((
+                    b.column(0).as_string::<i32>().value(r).to_string(),
+                    b.column(1).as_string::<i32>().value(r).to_string(),
+                    b.column(2).as_primitive::<Float64Type>().value(r).to_bits(),
+                    b.column(3).as_primitive::<Int64Type>().value(r),
+                ));
+            }
+        }
+        rows.sort();
+        rows
+    };
+    let from_dense = bits("error", dense.clone()).await;
+    assert_eq!(from_dense.len(), 10);
+    assert_eq!(bits("zero", sparse.clone()).await, from_dense);
+    let with_nulls = bits("error", nulls).await;
+    assert_eq!(bits("missing", sparse.clone()).await, with_nulls);
+    assert!(with_nulls.iter().any(|r| r.3 < 8), "the nulls are missing");
+    let msg = crate::common::error(
+        &ctx(1),
+        &format!(
+            "SET kendall.layout = 'long'; SELECT * FROM kendall_all_pairs('{}')",
+            sparse.display()
+        ),
+    )
+    .await;
+    common::assert_contains(
+        &msg,
+        &["has no value for sample", "kendall.absent = 'zero'"],
+    );
+    // A sample given twice is an error whatever absent rows mean.
+    let twice = dir.path().join("twice.parquet");
+    write_parquet(
+        &twice,
+        &batch(vec![
+            ("gene", Arc::new(StringArray::from(vec!["A", "A", "B"]))),
+            (
+                "sample",
+                Arc::new(StringArray::from(vec!["C0", "C0", "C1"])),
+            ),
+            ("value", Arc::new(Float64Array::from(vec![1.0, 2.0, 3.0]))),
+        ]),
+    );
+    let msg = crate::common::error(
+        &ctx(1),
+        &format!(
+            "SET kendall.layout = 'long'; SET kendall.absent = 'zero'; \
+             SELECT * FROM kendall_all_pairs('{}')",
+            twice.display()
+        ),
+    )
+    .await;
+    common::assert_contains(
+        &msg,
+        &["gene 'A' has two values for sample 'C0'", "row 1 and row 2"],
+    );
+}

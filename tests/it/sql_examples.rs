@@ -60,6 +60,12 @@ fn sql_examples_run() {
     // sql/layouts.sql: the same pairs from all three layouts.
     let layouts = "| 19900 | -0.6432603145134929 | 0.8295739348370927 | 4467.598823 |";
     assert_eq!(outputs.matches(layouts).count(), 3, "{outputs}");
+    // ... and sparse triples with kendall.absent = 'zero' those of the dense.
+    assert_eq!(
+        outputs.matches("| 19900 | 4542.198027 |").count(),
+        2,
+        "{outputs}"
+    );
     // sql/missing.sql: all pairs, those with 55 shared samples, the fewest.
     assert!(
         outputs.contains("| 124750 | 11766    | 42            |"),
