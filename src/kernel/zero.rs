@@ -24,8 +24,10 @@
 //!   `E_v(a) = Σ_{b ∈ N} sgn(v_a − v_b)` is read off `v` restricted to `N`,
 //!   sorted.
 //!
-//! So `S = S_N + Σ_{a ∈ N} sgn(u_a − z) · (D_v(a) − E_v(a))`: two sorts of
-//! `k` values, a merge count and `k` binary searches, O(k log k). `S` is
+//! So `S = S_N + Σ_{a ∈ N} sgn(u_a − z) · (D_v(a) − E_v(a))`: one sort of
+//! the `k` pairs `(v_a, u_a)` (its runs of equal `v` give `E_v`, `T_v` and,
+//! with `u`, `T_uv`; the strict inversions of its `u` sequence are the
+//! discordant pairs, symmetrically to the above) and a merge count, O(k log k). `S` is
 //! symmetric, so the gene with fewer samples outside its largest tie group
 //! plays `u`. In `u`'s sample order (ascending rank) the largest group is
 //! one run `order[lo..hi]`: the samples before it are below `z`, those after
@@ -44,19 +46,20 @@ use crate::input::RankedMatrix;
 
 /// Where `auto` trades VSE for the zero-inflated kernel: at most this mean
 /// share of samples outside each gene's largest tie group. Measured with
-/// `cargo bench --bench kernels -- 310 1000 2000 zeros=F vse zero bitset`
-/// on a 2-core AMD EPYC Zen 3 (AVX2): zero passes AVX2 VSE from about 75 %
-/// zeros at every n (n = 2,000: 1.73e4 against 4.30e4 pairs/s at 50 %,
-/// 3.55e4 against 4.06e4 at 70 %, 6.35e4 against 3.95e4 at 80 %, 3.66e5
-/// against 3.83e4 at 95 %; n = 20,000 at 95 %: 2.54e4 against 2.74e3).
+/// `cargo bench --bench kernels -- 310 1000 2000 20000 zeros=F vse zero
+/// bitset` on a 2-core AMD EPYC Zen 3 (AVX2), pairs/s per core: zero passes
+/// AVX2 VSE near 70 % zeros at every n (n = 2,000: 1.68e4 against 4.11e4 at
+/// 50 %, 4.23e4 against 4.07e4 at 70 %, 8.02e4 against 3.95e4 at 80 %,
+/// 4.95e5 against 3.92e4 at 95 %; n = 20,000 at 95 %: 3.45e4 against
+/// 2.79e3); 25 % leaves a margin.
 pub const VSE_MAX_OUTSIDE: f64 = 0.25;
 
 /// Where `auto` trades the bit-plane kernel for the zero-inflated one: at
 /// most this mean share outside the largest tie groups, and at least
-/// [`BITSET_MIN_SAMPLES`] samples. Same bench: at 90 % zeros zero runs
-/// 1.60e5 against bitset's 5.05e4 pairs/s at n = 2,000 and 3.54e5 against
-/// 2.50e5 at n = 1,000, but 1.40e6 against 2.50e6 at n = 310; at 85 % zeros
-/// and n = 1,000 bitset still wins (2.49e5 against 2.01e5).
+/// [`BITSET_MIN_SAMPLES`] samples. Same bench: zero passes AVX2 bitset at
+/// n = 2,000 between 70 and 80 % zeros (8.02e4 against 4.78e4 at 80 %), at
+/// n = 1,000 near 85 % (2.66e5 against 2.45e5), and not at n = 310 even at
+/// 90 % (1.76e6 against 2.50e6).
 pub const BITSET_MAX_OUTSIDE: f64 = 0.10;
 
 /// See [`BITSET_MAX_OUTSIDE`].
@@ -172,7 +175,6 @@ impl ZeroGene<'_> {
 #[derive(Debug, Default)]
 pub struct Zero {
     pairs: Vec<(u32, u32)>,
-    sorted_v: Vec<u32>,
     seq: Vec<u32>,
     tmp: Vec<u32>,
 }
@@ -214,36 +216,44 @@ impl Zero {
         if k == 0 {
             return 0;
         }
+        let z = u.ranks[u.order[u.shape.run.start] as usize];
         let below = &u.order[..u.shape.run.start];
         let above = &u.order[u.shape.run.end..];
-        let others = || below.iter().chain(above);
-        // v over N, sorted: E_v(a) and the pairs of N tied in v.
-        self.sorted_v.clear();
-        self.sorted_v.extend(others().map(|&s| v.ranks[s as usize]));
-        self.sorted_v.sort_unstable();
-        let sorted_v = &self.sorted_v;
-        let cross_term = |s: u32| {
-            let va = v.ranks[s as usize];
-            let below_n = sorted_v.partition_point(|&x| x < va) as i64;
-            let not_above_n = sorted_v.partition_point(|&x| x <= va) as i64;
-            let e = below_n - (k as i64 - not_above_n);
-            i64::from(v.shape.dominance[va as usize]) - e
-        };
-        let cross: i64 = above.iter().map(|&s| cross_term(s)).sum::<i64>()
-            - below.iter().map(|&s| cross_term(s)).sum::<i64>();
-        let tied_v = tied_pairs(sorted_v.iter());
-        // S_N: the pairs of N sorted by (u, v); v's strict inversions are
-        // the discordant pairs.
+        // N's pairs sorted by (v, u): one sort gives E_v (from the runs of
+        // equal v), the pairs tied in v and in both, and, as the strict
+        // inversions of the u sequence, the discordant pairs of N.
         self.pairs.clear();
-        self.pairs
-            .extend(others().map(|&s| (u.ranks[s as usize], v.ranks[s as usize])));
+        self.pairs.extend(
+            below
+                .iter()
+                .chain(above)
+                .map(|&s| (v.ranks[s as usize], u.ranks[s as usize])),
+        );
         self.pairs.sort_unstable();
-        let tied_u = tied_pairs(self.pairs.iter().map(|p| p.0));
-        let tied_both = tied_pairs(self.pairs.iter());
+        let pairs = &self.pairs;
+        let (mut cross, mut tied_v) = (0i64, 0i64);
+        let mut start = 0;
+        while start < k {
+            let va = pairs[start].0;
+            let end = start + pairs[start..].partition_point(|p| p.0 == va);
+            // Σ_{b ∈ N} sgn(v_a − v_b) for every a of the run.
+            let e = start as i64 - (k - end) as i64;
+            let d_minus_e = i64::from(v.shape.dominance[va as usize]) - e;
+            let signs: i64 = pairs[start..end]
+                .iter()
+                .map(|p| i64::from(p.1 > z) - i64::from(p.1 < z))
+                .sum();
+            cross += signs * d_minus_e;
+            tied_v += pairs_of(end - start);
+            start = end;
+        }
+        let tied_both = tied_pairs(pairs.iter());
         self.seq.clear();
-        self.seq.extend(self.pairs.iter().map(|p| p.1));
+        self.seq.extend(pairs.iter().map(|p| p.1));
         self.tmp.resize(k, 0);
         let discordant = count_inversions(&mut self.seq, &mut self.tmp) as i64;
+        // Sorted now: the pairs of N tied in u.
+        let tied_u = tied_pairs(self.seq.iter());
         let s_n = pairs_of(k) - tied_u - tied_v + tied_both - 2 * discordant;
         s_n + cross
     }
