@@ -5,47 +5,28 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, Float64Array, Int64Array, StringArray};
-use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+use datafusion::arrow::array::{Array, Float64Array, Int64Array, StringArray};
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 
-use crate::common::{self, assert_contains, batch, ctx, read_parquet, run, write_parquet};
+use crate::common::{self, RowBits, assert_contains, batch, ctx, read_parquet, run, write_parquet};
 
 /// 61 genes x 57 samples, every gene with ties, one constant gene.
 const TIES: &str = "tests/data/bladder_ties.parquet";
 
-/// Every output row of `source` as (gene_i, gene_j, tau bits, p bits, n),
-/// sorted: equal vectors mean bit-identical rows, orientation included.
-async fn rows(ctx: &SessionContext, source: &str) -> Vec<(String, String, u64, u64, i64)> {
+/// Every output row of `source` as exact bits, sorted (see
+/// [`common::sorted_bits`]).
+async fn rows(ctx: &SessionContext, source: &str) -> Vec<RowBits> {
     rows_of(ctx, &format!("'{source}'")).await
 }
 
 /// [`rows`] of `kendall_all_pairs(args)`.
-async fn rows_of(ctx: &SessionContext, args: &str) -> Vec<(String, String, u64, u64, i64)> {
+async fn rows_of(ctx: &SessionContext, args: &str) -> Vec<RowBits> {
     let sql = format!("SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs({args})");
     let batches = run(ctx, &sql)
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let mut out = Vec::new();
-    for b in &batches {
-        let gi = b.column(0).as_string::<i32>();
-        let gj = b.column(1).as_string::<i32>();
-        let tau = b.column(2).as_primitive::<Float64Type>();
-        let p = b.column(3).as_primitive::<Float64Type>();
-        let n = b.column(4).as_primitive::<Int64Type>();
-        for r in 0..b.num_rows() {
-            out.push((
-                gi.value(r).to_string(),
-                gj.value(r).to_string(),
-                tau.value(r).to_bits(),
-                p.value(r).to_bits(),
-                n.value(r),
-            ));
-        }
-    }
-    out.sort();
-    out
+    common::sorted_bits(&batches)
 }
 
 /// Writes `TIES` to `path` with DataFusion's own writer (`options`: the
@@ -256,9 +237,7 @@ async fn integer_gene_ids_and_annotation_columns() {
     .unwrap();
     let by_symbol = rows(&c, "by_symbol").await;
     assert_eq!(by_entrez.len(), 6);
-    let ids = |rows: &[(String, String, u64, u64, i64)]| -> Vec<u64> {
-        rows.iter().map(|r| r.2).collect()
-    };
+    let ids = |rows: &[RowBits]| -> Vec<u64> { rows.iter().map(|r| r.2).collect() };
     let names = [("A", "7157"), ("B", "672"), ("C", "675"), ("D", "1956")];
     let entrez_of = |s: &str| names.iter().find(|n| n.0 == s).unwrap().1.to_string();
     // The same pairs, named by symbol or by Entrez id, with the same tau.

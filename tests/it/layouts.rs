@@ -10,7 +10,7 @@ use crate::common::{batch, by_key, ctx, pairs, reference, run, write_parquet};
 use datafusion::arrow::array::{
     Array, AsArray, Float64Array, Int64Array, RecordBatch, StringArray,
 };
-use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+use datafusion::arrow::datatypes::Float64Type;
 
 const TIES: &str = "tests/data/bladder_ties.parquet";
 
@@ -315,21 +315,7 @@ async fn a_view_reads_its_file_as_it_is_when_queried() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("input.parquet");
     let direct = format!("SELECT * FROM kendall_all_pairs('{}')", path.display());
-    let sorted = |batches: Vec<RecordBatch>| {
-        let mut rows: Vec<(String, String, u64, i64)> = Vec::new();
-        for b in &batches {
-            for r in 0..b.num_rows() {
-                rows.push((
-                    b.column(0).as_string::<i32>().value(r).to_string(),
-                    b.column(1).as_string::<i32>().value(r).to_string(),
-                    b.column(2).as_primitive::<Float64Type>().value(r).to_bits(),
-                    b.column(4).as_primitive::<Int64Type>().value(r),
-                ));
-            }
-        }
-        rows.sort();
-        rows
-    };
+    let sorted = |batches: Vec<RecordBatch>| common::sorted_bits(&batches);
     let check = |layout: &'static str, expected_pairs: usize, expected_n: i64| {
         let direct = direct.clone();
         async move {
@@ -350,7 +336,7 @@ async fn a_view_reads_its_file_as_it_is_when_queried() {
             let fresh = sorted(run(&c, &direct).await.unwrap());
             assert_eq!(via_view, fresh);
             assert_eq!(via_view.len(), pairs);
-            assert!(via_view.iter().all(|r| r.3 == n), "{via_view:?}");
+            assert!(via_view.iter().all(|r| r.4 == n), "{via_view:?}");
         }
     };
     let first_samples =
@@ -444,29 +430,17 @@ async fn absent_rows_read_as_zero_or_missing() {
         let c = ctx(2);
         let sql = format!(
             "SET kendall.layout = 'long'; SET kendall.absent = '{setting}'; \
-             SELECT gene_i, gene_j, tau, n FROM kendall_all_pairs('{}')",
+             SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs('{}')",
             path.display()
         );
-        let mut rows: Vec<(String, String, u64, i64)> = Vec::new();
-        for b in run(&c, &sql).await.unwrap() {
-            for r in 0..b.num_rows() {
-                rows.push((
-                    b.column(0).as_string::<i32>().value(r).to_string(),
-                    b.column(1).as_string::<i32>().value(r).to_string(),
-                    b.column(2).as_primitive::<Float64Type>().value(r).to_bits(),
-                    b.column(3).as_primitive::<Int64Type>().value(r),
-                ));
-            }
-        }
-        rows.sort();
-        rows
+        common::sorted_bits(&run(&c, &sql).await.unwrap())
     };
     let from_dense = bits("error", dense.clone()).await;
     assert_eq!(from_dense.len(), 10);
     assert_eq!(bits("zero", sparse.clone()).await, from_dense);
     let with_nulls = bits("error", nulls).await;
     assert_eq!(bits("missing", sparse.clone()).await, with_nulls);
-    assert!(with_nulls.iter().any(|r| r.3 < 8), "the nulls are missing");
+    assert!(with_nulls.iter().any(|r| r.4 < 8), "the nulls are missing");
     let msg = crate::common::error(
         &ctx(1),
         &format!(

@@ -182,3 +182,37 @@ pub fn kendall_metric(
         .and_then(|m| m.sum_by_name(name))
         .map_or(0, |v| v.as_usize())
 }
+
+/// One output row as exact bits: (gene_i, gene_j, tau bits, p_value bits, n).
+pub type RowBits = (String, String, u64, u64, i64);
+
+/// The rows of `batches` (which hold `gene_i`, `gene_j`, `tau`, `p_value`
+/// and `n`) as [`RowBits`], sorted: equal vectors mean bit-identical rows,
+/// the orientation of each pair included.
+pub fn sorted_bits(batches: &[RecordBatch]) -> Vec<RowBits> {
+    let mut rows = Vec::new();
+    for b in batches {
+        let column = |name: &str| {
+            b.column_by_name(name)
+                .unwrap_or_else(|| panic!("no column {name}"))
+        };
+        let (gi, gj) = (column("gene_i"), column("gene_j"));
+        let (gi, gj) = (gi.as_string::<i32>(), gj.as_string::<i32>());
+        let tau = column("tau").as_primitive::<Float64Type>().clone();
+        let p = column("p_value").as_primitive::<Float64Type>().clone();
+        let n = column("n")
+            .as_primitive::<datafusion::arrow::datatypes::Int64Type>()
+            .clone();
+        for r in 0..b.num_rows() {
+            rows.push((
+                gi.value(r).to_string(),
+                gj.value(r).to_string(),
+                tau.value(r).to_bits(),
+                p.value(r).to_bits(),
+                n.value(r),
+            ));
+        }
+    }
+    rows.sort();
+    rows
+}
