@@ -52,7 +52,9 @@ use crate::memory::{QueryMemory, Reservation};
 pub use crate::pace::POLL_BUDGET;
 use crate::pace::Pacer;
 use crate::table::{KernelPlan, output_schema};
-use crate::top_partners::{self, EmitContext, TopCollector, TopPartners, TopRows, top_partners_schema};
+use crate::top_partners::{
+    self, EmitContext, TopCollector, TopPartners, TopRows, top_partners_schema,
+};
 use crate::work::{PairCursor, WorkSplit};
 
 /// Index of `p_value` in the output schema.

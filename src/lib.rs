@@ -92,7 +92,10 @@ pub const FUNCTION_NAME: &str = "kendall_all_pairs";
 /// are kept.
 pub fn register(ctx: &SessionContext) -> Result<()> {
     ctx.register_udtf(FUNCTION_NAME, Arc::new(KendallAllPairs));
-    ctx.register_udtf(top_partners::TOP_PARTNERS_NAME, Arc::new(KendallTopPartners));
+    ctx.register_udtf(
+        top_partners::TOP_PARTNERS_NAME,
+        Arc::new(KendallTopPartners),
+    );
     let state = ctx.state_ref();
     let mut state = state.write();
     let options = state.config_mut().options_mut();

@@ -391,8 +391,8 @@ impl TopRows {
                 )?,
                 2 => Arc::new(Float64Array::from(self.tau[range.clone()].to_vec())),
                 3 => Arc::new(Int64Array::from(self.rank[range.clone()].to_vec())),
-                P_VALUE_COLUMN => Arc::new(Float64Array::from_iter_values(range.clone().map(
-                    |r| {
+                P_VALUE_COLUMN => {
+                    Arc::new(Float64Array::from_iter_values(range.clone().map(|r| {
                         let st = stats(r);
                         cx.pvalues.map_or(f64::NAN, |pv| {
                             pv.p_value(
@@ -402,8 +402,8 @@ impl TopRows {
                                 (st.v, st.v_variance),
                             )
                         })
-                    },
-                ))),
+                    })))
+                }
                 N_COLUMN => Arc::new(Int64Array::from_iter_values(
                     range.clone().map(|r| stats(r).n as i64),
                 )),
@@ -442,7 +442,13 @@ mod tests {
 
     #[test]
     fn merging_gives_the_same_as_one_pass() {
-        let pairs = [(0, 1, 0.1), (0, 2, 0.7), (1, 2, -0.7), (2, 3, 0.3), (0, 3, 0.7)];
+        let pairs = [
+            (0, 1, 0.1),
+            (0, 2, 0.7),
+            (1, 2, -0.7),
+            (2, 3, 0.3),
+            (0, 3, 0.7),
+        ];
         let mut one = TopPartners::new(4, 2);
         let (mut a, mut b) = (TopPartners::new(4, 2), TopPartners::new(4, 2));
         for (n, &(i, j, t)) in pairs.iter().enumerate() {

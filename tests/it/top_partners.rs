@@ -29,7 +29,9 @@ struct Row {
 fn gene_order(path: &str) -> HashMap<String, usize> {
     let b = read_parquet(path);
     let ids = b.column(0).as_string::<i32>();
-    (0..ids.len()).map(|r| (ids.value(r).to_string(), r)).collect()
+    (0..ids.len())
+        .map(|r| (ids.value(r).to_string(), r))
+        .collect()
 }
 
 /// Rows of `kendall_top_partners(source, k)` after the statements `setup`.
@@ -38,10 +40,15 @@ async fn top(ctx: &SessionContext, setup: &str, source: &str, k: usize) -> Vec<R
         "{setup} SELECT gene, partner, tau, rank, p_value, n \
          FROM kendall_top_partners('{source}', {k})"
     );
-    let batches = run(ctx, &sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let batches = run(ctx, &sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
     let mut out = Vec::new();
     for b in &batches {
-        let (g, p) = (b.column(0).as_string::<i32>(), b.column(1).as_string::<i32>());
+        let (g, p) = (
+            b.column(0).as_string::<i32>(),
+            b.column(1).as_string::<i32>(),
+        );
         let tau = b.column(2).as_primitive::<Float64Type>();
         let rank = b.column(3).as_primitive::<Int64Type>();
         let pv = b.column(4).as_primitive::<Float64Type>();
@@ -72,11 +79,18 @@ async fn reference(
     order: &HashMap<String, usize>,
     k: usize,
 ) -> Vec<Row> {
-    let sql = format!("{setup} SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs('{source}')");
-    let batches = run(ctx, &sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let sql = format!(
+        "{setup} SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs('{source}')"
+    );
+    let batches = run(ctx, &sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
     let mut partners: HashMap<String, Vec<Row>> = HashMap::new();
     for b in &batches {
-        let (gi, gj) = (b.column(0).as_string::<i32>(), b.column(1).as_string::<i32>());
+        let (gi, gj) = (
+            b.column(0).as_string::<i32>(),
+            b.column(1).as_string::<i32>(),
+        );
         let tau = b.column(2).as_primitive::<Float64Type>();
         let pv = b.column(3).as_primitive::<Float64Type>();
         let n = b.column(4).as_primitive::<Int64Type>();
@@ -163,7 +177,10 @@ async fn top_partners_equal_a_full_sort_with_ties_and_a_constant_gene() {
     // partner but the constant one, and the constant gene none.
     let got = top(&ctx(2), "", TIES, 60).await;
     assert_eq!(got.len(), 60 * 59);
-    assert!(got.iter().all(|r| r.gene != "CONSTANT_PROBE" && r.partner != "CONSTANT_PROBE"));
+    assert!(
+        got.iter()
+            .all(|r| r.gene != "CONSTANT_PROBE" && r.partner != "CONSTANT_PROBE")
+    );
 }
 
 #[tokio::test]
@@ -195,9 +212,16 @@ async fn top_partners_bad_k_is_an_error() {
             &format!("SELECT * FROM kendall_top_partners('{TIES}', {k})"),
         )
         .await;
-        assert_contains(&msg, &["kendall_top_partners", "k must be a positive integer"]);
+        assert_contains(
+            &msg,
+            &["kendall_top_partners", "k must be a positive integer"],
+        );
     }
-    let msg = error(&ctx, &format!("SELECT * FROM kendall_top_partners('{TIES}')")).await;
+    let msg = error(
+        &ctx,
+        &format!("SELECT * FROM kendall_top_partners('{TIES}')"),
+    )
+    .await;
     assert_contains(&msg, &["kendall_top_partners(source, k"]);
 }
 
