@@ -8,7 +8,8 @@
 //! WHERE abs(tau) >= 0.8;
 //! ```
 //!
-//! [`register`] adds the table function `kendall_all_pairs` and the
+//! [`register`] adds the table functions `kendall_all_pairs` and
+//! `kendall_top_partners` (each gene's k strongest partners, [`top_partners`]) and the
 //! `kendall.*` session options ([`KendallOptions`]) to a `SessionContext`:
 //!
 //! ```no_run
