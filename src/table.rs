@@ -107,6 +107,7 @@ impl TableProvider for KendallTable {
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let planned = guard_panics(
+            FN_NAME,
             &self.source,
             plan_scan(state, &self.source, &self.names, filters, limit),
         )
@@ -123,11 +124,12 @@ impl TableProvider for KendallTable {
     }
 }
 
-/// Runs `planning` (which reads the source's metadata: schemas, Parquet
+/// Runs `planning` of the table function `function` (which reads the source's metadata: schemas, Parquet
 /// footers), turning a panic in it into an error naming `source`: a corrupt
 /// file has made arrow panic, and that must be an error, not a crash of the
 /// process.
 pub(crate) async fn guard_panics<T>(
+    function: &str,
     source: &str,
     planning: impl std::future::Future<Output = Result<T>>,
 ) -> Result<T> {
@@ -136,7 +138,7 @@ pub(crate) async fn guard_panics<T>(
         .await
         .unwrap_or_else(|panic| {
             plan_err!(
-                "{FN_NAME}: cannot read '{source}': reading it panicked ({}); is it a valid file?",
+                "{function}: cannot read '{source}': reading it panicked ({}); is it a valid file?",
                 input::panic_message(&*panic)
             )
         })

@@ -176,6 +176,7 @@ impl TableProvider for TopPartnersTable {
         // No filter is pushed down (a filter on tau would change which
         // partners are the top k), nor a limit (rows come at the end).
         let planned = guard_panics(
+            TOP_PARTNERS_NAME,
             &self.source,
             plan_scan(state, &self.source, &self.names, &[], None),
         )
