@@ -52,6 +52,9 @@ use crate::memory::{QueryMemory, Reservation};
 pub use crate::pace::POLL_BUDGET;
 use crate::pace::Pacer;
 use crate::table::{KernelPlan, output_schema};
+use crate::top_partners::{
+    self, EmitContext, TopCollector, TopPartners, TopRows, top_partners_schema,
+};
 use crate::work::{PairCursor, WorkSplit};
 
 /// Index of `p_value` in the output schema.
@@ -87,6 +90,9 @@ pub struct ScanConfig {
     pub gene_predicate: Option<Arc<GenePredicate>>,
     /// Rows any single partition needs to produce at most.
     pub limit: Option<usize>,
+    /// `kendall_top_partners`: each gene's `k` strongest partners instead
+    /// of every pair (see [`crate::top_partners`]).
+    pub top_k: Option<usize>,
 }
 
 /// The input after loading and ranking: shared by all partitions of a query.
@@ -104,6 +110,8 @@ struct Prepared {
     gene_filter: Option<ResolvedGenes>,
     /// p-value tables, when the query reads `p_value`.
     pvalues: Option<PValues>,
+    /// Where the partitions merge their top partners (top-partners mode).
+    top: Option<TopCollector>,
     /// Memory pool reservations of the ranks and of the planes, released
     /// with them.
     _reserved: [Reservation; 2],
@@ -136,11 +144,18 @@ impl KendallExec {
         config: ScanConfig,
         projection: Vec<usize>,
     ) -> Result<Self> {
-        let schema = Arc::new(output_schema().project(&projection)?);
+        let full = match config.top_k {
+            Some(_) => top_partners_schema(),
+            None => output_schema(),
+        };
+        let schema = Arc::new(full.project(&projection)?);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(schema),
             Partitioning::UnknownPartitioning(config.partitions),
-            EmissionType::Incremental,
+            match config.top_k {
+                Some(_) => EmissionType::Final,
+                None => EmissionType::Incremental,
+            },
             Boundedness::Bounded,
         )
         .with_scheduling_type(SchedulingType::Cooperative);
@@ -182,7 +197,11 @@ impl KendallExec {
 
     /// Whether the query reads `p_value` (projected or filtered on).
     fn wants_p_value(&self) -> bool {
-        self.projection.contains(&P_VALUE_COLUMN)
+        let column = match self.config.top_k {
+            Some(_) => top_partners::P_VALUE_COLUMN,
+            None => P_VALUE_COLUMN,
+        };
+        self.projection.contains(&column)
             || self
                 .config
                 .predicate
@@ -285,6 +304,7 @@ fn prepare(
     };
     let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
     let pvalues = wants_p.then(|| PValues::new(config.pvalue, matrix.samples()));
+    let top = config.top_k.map(|_| TopCollector::new(config.partitions));
     checkpoint()?;
     Ok(Prepared {
         genes: gene_ids,
@@ -294,6 +314,7 @@ fn prepare(
         work,
         gene_filter,
         pvalues,
+        top,
         _reserved: [ranks_memory, planes_memory],
     })
 }
@@ -335,6 +356,9 @@ impl DisplayAs for KendallExec {
             None => write!(f, "{sep}kernel{eq}{} (when loaded)", c.kernel.choice)?,
         }
         write!(f, "{sep}variant{eq}{}", c.variant)?;
+        if let Some(k) = c.top_k {
+            write!(f, "{sep}top_k{eq}{k}")?;
+        }
         if c.min_periods != 1 {
             write!(f, "{sep}min_periods{eq}{}", c.min_periods)?;
         }
@@ -528,6 +552,11 @@ struct PairStream {
     /// Block sizes and clock reads, by measured cost.
     pacer: Pacer,
     metrics: StreamMetrics,
+    /// Top-partners mode: this partition's per-gene state, until its pairs
+    /// are all computed.
+    top: Option<TopPartners>,
+    /// Top-partners mode: the merged rows, when this partition finished last.
+    top_rows: Option<TopRows>,
 }
 
 impl PairStream {
@@ -540,7 +569,13 @@ impl PairStream {
         metrics: StreamMetrics,
     ) -> Result<Self> {
         let samples = prepared.matrix.samples();
-        let wants_n = projection.contains(&N_COLUMN);
+        let wants_n = match config.top_k {
+            Some(_) => projection.contains(&top_partners::N_COLUMN),
+            None => projection.contains(&N_COLUMN),
+        };
+        let top = config
+            .top_k
+            .map(|k| TopPartners::new(prepared.genes.len(), k));
         Ok(Self {
             wants_n,
             kernel: PairKernel::new(
@@ -570,6 +605,8 @@ impl PairStream {
             out_n: Vec::new(),
             pacer: Pacer::new(),
             metrics,
+            top,
+            top_rows: None,
         })
     }
 
@@ -625,6 +662,14 @@ impl PairStream {
                 } else {
                     f64::NAN
                 };
+                // Top-partners mode: a pair with a tau is offered to both
+                // genes' bounded state, and never becomes a row here.
+                if let Some(top) = &mut self.top {
+                    if valid && !t.is_nan() {
+                        top.offer(p.i, p.j, t, p.s);
+                    }
+                    continue;
+                }
                 let p_value = || match &prepared.pvalues {
                     Some(pv) if valid => pv.p_value(
                         stats.n,
@@ -747,6 +792,9 @@ impl Stream for PairStream {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = &mut *self;
+        if this.top.is_some() || this.top_rows.is_some() {
+            return this.poll_top(cx);
+        }
         if this.finished() && this.out_tau.is_empty() {
             return Poll::Ready(None);
         }
@@ -767,6 +815,45 @@ impl Stream for PairStream {
         // Budget spent with a partial batch: let other tasks run, then resume.
         cx.waker().wake_by_ref();
         Poll::Pending
+    }
+}
+
+impl PairStream {
+    /// [`Stream::poll_next`] in top-partners mode: compute (paced as for
+    /// rows), hand the partition's state to the query's collector when its
+    /// pairs are done, and emit the merged rows if it was the last.
+    fn poll_top(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<RecordBatch>>> {
+        let compute = self.metrics.baseline.elapsed_compute().clone();
+        let timer = compute.timer();
+        if self.top.is_some() {
+            let now = Instant::now();
+            self.fill(now, now + POLL_BUDGET);
+            if !self.finished() {
+                timer.done();
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            let part = self.top.take();
+            if let (Some(part), Some(collector)) = (part, &self.prepared.top) {
+                self.top_rows = collector.finish(part);
+            }
+        }
+        let Some(rows) = self.top_rows.as_mut().filter(|r| !r.is_done()) else {
+            self.top_rows = None;
+            timer.done();
+            return Poll::Ready(None);
+        };
+        let prepared = &self.prepared;
+        let emit = EmitContext {
+            genes: &prepared.genes,
+            matrix: &prepared.matrix,
+            pvalues: prepared.pvalues.as_ref(),
+            projection: &self.projection,
+            schema: &self.schema,
+        };
+        let batch = rows.next_batch(self.batch_size, &emit);
+        timer.done();
+        self.metrics.baseline.record_poll(Poll::Ready(Some(batch)))
     }
 }
 

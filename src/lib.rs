@@ -8,7 +8,8 @@
 //! WHERE abs(tau) >= 0.8;
 //! ```
 //!
-//! [`register`] adds the table function `kendall_all_pairs` and the
+//! [`register`] adds the table functions `kendall_all_pairs` and
+//! `kendall_top_partners` (each gene's k strongest partners, [`top_partners`]) and the
 //! `kendall.*` session options ([`KendallOptions`]) to a `SessionContext`:
 //!
 //! ```no_run
@@ -67,6 +68,7 @@ pub mod options;
 pub mod pace;
 pub mod table;
 pub mod tiles;
+pub mod top_partners;
 pub mod udtf;
 pub mod work;
 
@@ -78,17 +80,23 @@ use datafusion::prelude::{SessionConfig, SessionContext};
 pub use kernel::{KernelChoice, Variant};
 pub use options::KendallOptions;
 pub use table::KendallTable;
+pub use top_partners::KendallTopPartners;
 pub use udtf::KendallAllPairs;
 
 /// The SQL name of the table function.
 pub const FUNCTION_NAME: &str = "kendall_all_pairs";
 
-/// Registers `kendall_all_pairs` and the `kendall.*` options on `ctx`.
+/// Registers `kendall_all_pairs`, `kendall_top_partners` and the
+/// `kendall.*` options on `ctx`.
 ///
 /// Options already set on the context (e.g. via [`with_kendall_options`])
 /// are kept.
 pub fn register(ctx: &SessionContext) -> Result<()> {
     ctx.register_udtf(FUNCTION_NAME, Arc::new(KendallAllPairs));
+    ctx.register_udtf(
+        top_partners::TOP_PARTNERS_NAME,
+        Arc::new(KendallTopPartners),
+    );
     let state = ctx.state_ref();
     let mut state = state.write();
     let options = state.config_mut().options_mut();

@@ -16,7 +16,7 @@ use futures::FutureExt;
 use crate::exec::{KendallExec, ScanConfig};
 use crate::filter::{P_VALUE, TAU, TauPredicate};
 use crate::gene_filter::GenePredicate;
-use crate::input::{self, FN_NAME, RankedMatrix};
+use crate::input::{self, FN_NAME, InputSpec, RankedMatrix};
 use crate::kernel::isa::Isa;
 use crate::kernel::{KernelChoice, KernelKind, bitset};
 use crate::memory;
@@ -106,127 +106,159 @@ impl TableProvider for KendallTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        // Planning reads the source's metadata (schemas, Parquet footers),
-        // where a corrupt file has made arrow panic: an error naming the
-        // source, not a crash of the process.
-        std::panic::AssertUnwindSafe(self.plan(state, projection, filters, limit))
-            .catch_unwind()
-            .await
-            .unwrap_or_else(|panic| {
-                plan_err!(
-                    "{FN_NAME}: cannot read '{}': reading it panicked ({}); is it a valid file?",
-                    self.source,
-                    input::panic_message(&*panic)
-                )
-            })
-    }
-}
-
-impl KendallTable {
-    /// [`TableProvider::scan`], unguarded.
-    async fn plan(
-        &self,
-        state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        filters: &[Expr],
-        limit: Option<usize>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        let config = state.config_options();
-        let options = KendallOptions::from_config(config);
-        let source = input::source::resolve(state, &self.source, options.format).await?;
-        let spec = input::inspect(
-            &source.what,
-            &source.provider.schema(),
-            options.layout,
-            &self.names,
-            options.missing,
-            options.absent,
-        )?;
-        // The row count, when the source knows it exactly (Parquet footers,
-        // a memory table): the shape is then known before anything is read.
-        let rows = {
-            let planned = source
-                .provider
-                .scan(state, Some(&spec.projection), &[], None)
-                .await?;
-            let statistics =
-                StatisticsContext::new().compute(planned.as_ref(), &StatisticsArgs::new())?;
-            match statistics.num_rows {
-                Precision::Exact(rows) => Some(rows),
-                _ => None,
-            }
-        };
-        // The scan that reads the values is planned without file statistics:
-        // DataFusion 55 reads a Parquet column whose statistics say min = max
-        // with no nulls as that constant, but Parquet statistics leave NaN
-        // out, so a column (1.0, NaN) would be read as (1.0, 1.0) and a
-        // missing value silently become a measured one.
-        let unchecked = without_statistics(state);
-        let read_state: &dyn Session = unchecked.as_ref().map_or(state, |s| s as &dyn Session);
-        let input = source
-            .provider
-            .scan(read_state, Some(&spec.projection), &[], None)
-            .await?;
-        // Gene order is the source's order: file scans must not let one
-        // partition take another's files.
-        let input = input.with_preserve_order(true).unwrap_or(input);
-        let spec = spec.with_rows(rows)?;
-        let predicate = filters
-            .iter()
-            .filter_map(TauPredicate::from_expr)
-            .reduce(TauPredicate::and);
-        // Tau filters compare numbers, gene filters strings: no filter is both.
-        let gene_predicate = filters
-            .iter()
-            .filter_map(GenePredicate::from_expr)
-            .reduce(GenePredicate::and);
-        // Bit-planes may take kendall.memory_limit, and no more than the
-        // session's memory pool can grant besides the ranks they are built
-        // from (counted for the planned shape; again at run time).
-        let option_limit = options.memory_limit.bytes() as u64;
-        let pool_available = memory::pool_available(&state.runtime_env().memory_pool);
-        let isa = options.simd.resolve()?;
-        // Genes a gene-targeted query's pairs must touch (names; at most that many).
-        let anchors = gene_predicate
-            .as_ref()
-            .and_then(GenePredicate::anchors)
-            .map(|(i, j)| i.union(&j).count());
-        let kernel = KernelPlan {
-            choice: options.kernel,
-            option_limit,
-            pool_available,
-            isa,
-            anchors,
-        };
-        // With the shape known now, the kernel shows in EXPLAIN and a forced
-        // bitset kernel over its memory is refused before anything is read.
-        let planned = match (spec.genes, spec.samples) {
-            (Some(genes), Some(samples)) => Some(kernel.resolve(genes, samples)?),
-            _ => None,
-        };
-        let scan = ScanConfig {
-            variant: options.variant,
-            min_periods: options.min_periods.get(),
-            kernel,
-            planned_kernel: planned,
-            tile_size: options.tile_size.get(),
-            partitions: config.execution.target_partitions.max(1),
-            batch_size: usize::from(config.execution.batch_size).max(1),
-            pvalue: options.pvalue,
-            predicate: predicate.map(Arc::new),
-            gene_predicate: gene_predicate.map(Arc::new),
-            limit,
-        };
+        let planned = guard_panics(
+            FN_NAME,
+            &self.source,
+            plan_scan(state, &self.source, &self.names, filters, limit),
+        )
+        .await?;
         let projection = projection
             .cloned()
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
         Ok(Arc::new(KendallExec::try_new(
-            Arc::new(spec),
-            input,
-            scan,
+            planned.spec,
+            planned.input,
+            planned.config,
             projection,
         )?))
     }
+}
+
+/// Runs `planning` of the table function `function` (which reads the source's metadata: schemas, Parquet
+/// footers), turning a panic in it into an error naming `source`: a corrupt
+/// file has made arrow panic, and that must be an error, not a crash of the
+/// process.
+pub(crate) async fn guard_panics<T>(
+    function: &str,
+    source: &str,
+    planning: impl std::future::Future<Output = Result<T>>,
+) -> Result<T> {
+    std::panic::AssertUnwindSafe(planning)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            plan_err!(
+                "{function}: cannot read '{source}': reading it panicked ({}); is it a valid file?",
+                input::panic_message(&*panic)
+            )
+        })
+}
+
+/// A source resolved, inspected and its scan planned, with the scan
+/// settings of the session: what a [`KendallExec`] is built from. Shared by
+/// `kendall_all_pairs` and `kendall_top_partners`.
+pub(crate) struct PlannedScan {
+    /// The columns and layout of the source.
+    pub spec: Arc<InputSpec>,
+    /// The source's own DataFusion scan, reading only the columns needed.
+    pub input: Arc<dyn ExecutionPlan>,
+    /// What the scan computes (from the session's [`KendallOptions`]).
+    pub config: ScanConfig,
+}
+
+/// Resolves `source`, inspects its schema for the layout's column `names`,
+/// plans its scan and the [`ScanConfig`] of the session's options, with the
+/// pushed-down `filters` (those [`TauPredicate`] or [`GenePredicate`]
+/// accept) and `limit`.
+pub(crate) async fn plan_scan(
+    state: &dyn Session,
+    source: &str,
+    names: &[String],
+    filters: &[Expr],
+    limit: Option<usize>,
+) -> Result<PlannedScan> {
+    let config = state.config_options();
+    let options = KendallOptions::from_config(config);
+    let source = input::source::resolve(state, source, options.format).await?;
+    let spec = input::inspect(
+        &source.what,
+        &source.provider.schema(),
+        options.layout,
+        names,
+        options.missing,
+        options.absent,
+    )?;
+    // The row count, when the source knows it exactly (Parquet footers,
+    // a memory table): the shape is then known before anything is read.
+    let rows = {
+        let planned = source
+            .provider
+            .scan(state, Some(&spec.projection), &[], None)
+            .await?;
+        let statistics =
+            StatisticsContext::new().compute(planned.as_ref(), &StatisticsArgs::new())?;
+        match statistics.num_rows {
+            Precision::Exact(rows) => Some(rows),
+            _ => None,
+        }
+    };
+    // The scan that reads the values is planned without file statistics:
+    // DataFusion 55 reads a Parquet column whose statistics say min = max
+    // with no nulls as that constant, but Parquet statistics leave NaN
+    // out, so a column (1.0, NaN) would be read as (1.0, 1.0) and a
+    // missing value silently become a measured one.
+    let unchecked = without_statistics(state);
+    let read_state: &dyn Session = unchecked.as_ref().map_or(state, |s| s as &dyn Session);
+    let input = source
+        .provider
+        .scan(read_state, Some(&spec.projection), &[], None)
+        .await?;
+    // Gene order is the source's order: file scans must not let one
+    // partition take another's files.
+    let input = input.with_preserve_order(true).unwrap_or(input);
+    let spec = spec.with_rows(rows)?;
+    let predicate = filters
+        .iter()
+        .filter_map(TauPredicate::from_expr)
+        .reduce(TauPredicate::and);
+    // Tau filters compare numbers, gene filters strings: no filter is both.
+    let gene_predicate = filters
+        .iter()
+        .filter_map(GenePredicate::from_expr)
+        .reduce(GenePredicate::and);
+    // Bit-planes may take kendall.memory_limit, and no more than the
+    // session's memory pool can grant besides the ranks they are built
+    // from (counted for the planned shape; again at run time).
+    let option_limit = options.memory_limit.bytes() as u64;
+    let pool_available = memory::pool_available(&state.runtime_env().memory_pool);
+    let isa = options.simd.resolve()?;
+    // Genes a gene-targeted query's pairs must touch (names; at most that many).
+    let anchors = gene_predicate
+        .as_ref()
+        .and_then(GenePredicate::anchors)
+        .map(|(i, j)| i.union(&j).count());
+    let kernel = KernelPlan {
+        choice: options.kernel,
+        option_limit,
+        pool_available,
+        isa,
+        anchors,
+    };
+    // With the shape known now, the kernel shows in EXPLAIN and a forced
+    // bitset kernel over its memory is refused before anything is read.
+    let planned = match (spec.genes, spec.samples) {
+        (Some(genes), Some(samples)) => Some(kernel.resolve(genes, samples)?),
+        _ => None,
+    };
+    let scan = ScanConfig {
+        variant: options.variant,
+        min_periods: options.min_periods.get(),
+        kernel,
+        planned_kernel: planned,
+        tile_size: options.tile_size.get(),
+        partitions: config.execution.target_partitions.max(1),
+        batch_size: usize::from(config.execution.batch_size).max(1),
+        pvalue: options.pvalue,
+        predicate: predicate.map(Arc::new),
+        gene_predicate: gene_predicate.map(Arc::new),
+        limit,
+        top_k: None,
+    };
+    Ok(PlannedScan {
+        spec: Arc::new(spec),
+        input,
+        config: scan,
+    })
 }
 
 /// A copy of `state` that plans file scans without collecting file

@@ -83,6 +83,18 @@ fn sql_examples_run() {
             "'{needle}' missing from:\n{outputs}"
         );
     }
+    // sql/top_partners.sql: kendall_top_partners gives the demo's strongest
+    // pair as 200088_x_at's first partner, and 201012_at's strongest partner
+    // as the one-gene query above it finds.
+    for needle in [
+        "| 200088_x_at | 200809_x_at | 0.8943905171239965 | 1    |",
+        "| 201012_at   | 201939_at   | 0.5739348370927319 | 1    |",
+    ] {
+        assert!(
+            outputs.contains(needle),
+            "'{needle}' missing from:\n{outputs}"
+        );
+    }
     assert!(scratch.path().join("demo_expression.tsv.gz").exists());
     assert!(scratch.path().join("network.parquet").exists());
     assert!(scratch.path().join("network.csv").exists());

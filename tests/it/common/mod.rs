@@ -216,3 +216,25 @@ pub fn sorted_bits(batches: &[RecordBatch]) -> Vec<RowBits> {
     rows.sort();
     rows
 }
+
+/// CPU time the calling thread has run (wall time where there is no thread
+/// CPU clock): unlike wall time, not inflated while other processes hold
+/// the core, so a bound on a poll's work holds on a loaded machine.
+#[cfg(unix)]
+pub fn thread_cpu_time() -> std::time::Duration {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec to write to.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID)");
+    std::time::Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+/// See the unix version.
+#[cfg(not(unix))]
+pub fn thread_cpu_time() -> std::time::Duration {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    START.get_or_init(std::time::Instant::now).elapsed()
+}
