@@ -18,3 +18,4 @@ mod pvalues;
 mod shell;
 mod sql;
 mod sql_examples;
+mod stores;
