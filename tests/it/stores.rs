@@ -7,12 +7,9 @@
 //! stopped when it ends; where nginx or moto is not installed the test prints
 //! "skipped: ..." and passes (`.ci/run` installs both).
 
-use std::path::Path;
-use std::time::Instant;
-
-use datafusion::arrow::array::RecordBatch;
-use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::prelude::SessionContext;
 
 use crate::common::{assert_contains, ctx, error, run};
@@ -28,8 +25,9 @@ type Row = (String, String, u64, u64, i64);
 fn rows_of(batches: &[RecordBatch]) -> Vec<Row> {
     let mut out = Vec::new();
     for b in batches {
-        let gi = b.column(0).as_string::<i32>();
-        let gj = b.column(1).as_string::<i32>();
+        let gi = cast(b.column(0), &DataType::Utf8).unwrap();
+        let gj = cast(b.column(1), &DataType::Utf8).unwrap();
+        let (gi, gj) = (gi.as_string::<i32>(), gj.as_string::<i32>());
         let tau = b.column(2).as_primitive::<Float64Type>();
         let p = b.column(3).as_primitive::<Float64Type>();
         let n = b.column(4).as_primitive::<Int64Type>();
@@ -109,9 +107,10 @@ async fn without_the_cloud_feature_a_cloud_url_says_which_feature() {
 #[cfg(feature = "cloud")]
 mod cloud {
     use std::io::{Read, Write};
-    use std::net::{TcpListener, TcpStream};
+    use std::net::{SocketAddr, TcpListener, TcpStream};
+    use std::path::Path;
     use std::process::{Child, Command, Stdio};
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
 
     use super::*;
     use crate::common::read_parquet;
@@ -158,7 +157,7 @@ mod cloud {
                 if let Ok(Some(status)) = server.child.try_wait() {
                     return Err(format!("{command:?} exited with {status}: {}", log()));
                 }
-                let addr = ([127, 0, 0, 1], port).into();
+                let addr = SocketAddr::from(([127, 0, 0, 1], port));
                 if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
                     return Ok(server);
                 }
