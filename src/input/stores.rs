@@ -72,7 +72,7 @@ pub fn ensure(state: &dyn Session, source: &str, url: &ListingTableUrl) -> Resul
         return Ok(());
     }
     let base = url.object_store();
-    let scheme = base.as_ref().scheme();
+    let scheme = url.scheme();
     let kind = Kind::of(scheme).ok_or_else(|| {
         plan_error(format!(
             "cannot read '{source}': no object store is registered for '{base}' and \
@@ -115,9 +115,8 @@ mod cloud {
         Err(format!(
             "this build of datafusion-kendall has no {} support; rebuild it with \
              `--features cloud` (cargo feature `cloud`), or register an object store \
-             for '{}://' in the session",
+             for '{base}' in the session",
             kind.name(),
-            base.as_ref().scheme()
         ))
     }
 }

@@ -7,7 +7,7 @@
 //! stopped when it ends; where nginx or moto is not installed the test prints
 //! "skipped: ..." and passes (`.ci/run` installs both).
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch};
+use datafusion::arrow::array::{AsArray, RecordBatch};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type};
 use datafusion::prelude::SessionContext;
