@@ -2,7 +2,9 @@
 //! checked and loaded.
 //!
 //! The source is a table or view registered in the session, or a location
-//! (file, directory, glob or URL) in Parquet, CSV or TSV ([`source`]). With
+//! (file, directory, glob or URL) in Parquet, CSV or TSV ([`source`]); a URL's
+//! object store is set up on first use (`stores`; cloud stores need the
+//! `cloud` feature). With
 //! the default layout it holds one row per gene: a gene-id column (named by
 //! the caller, else the first string column) and every other column one
 //! sample of any integer or floating-point type.
@@ -17,6 +19,7 @@ mod missing;
 mod rank;
 mod read;
 pub mod source;
+mod stores;
 mod values;
 
 pub use layouts::{Absent, Layout};

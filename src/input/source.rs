@@ -171,11 +171,16 @@ async fn listing(
     let url = ListingTableUrl::parse(source)
         .map_err(|e| not_found(format!("not a path or URL ({e})")))?;
     if url.scheme() == "file" && !is_glob(source) {
-        let path = std::path::Path::new(source);
-        if let Err(e) = std::fs::metadata(path) {
+        // A `file://` URL names its file by the URL's path.
+        let path = match source.strip_prefix("file://") {
+            Some(_) => url.get_url().to_file_path().unwrap_or_default(),
+            None => std::path::PathBuf::from(source),
+        };
+        if let Err(e) = std::fs::metadata(&path) {
             return Err(not_found(e.to_string()));
         }
     }
+    super::stores::ensure(state, source, &url)?;
     let store = state.runtime_env().object_store(&url).map_err(|e| {
         plan_error(format!(
             "cannot read '{source}': no object store for '{}' ({e})",

@@ -18,4 +18,5 @@ mod pvalues;
 mod shell;
 mod sql;
 mod sql_examples;
+mod stores;
 mod top_partners;
