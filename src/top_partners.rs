@@ -36,6 +36,7 @@ use crate::exec::{KendallExec, ScanConfig};
 use crate::input::RankedMatrix;
 use crate::kernel::pvalue::PValues;
 use crate::table::{guard_panics, plan_scan};
+use crate::udtf::string_arg;
 
 /// The SQL name of the table function.
 pub const TOP_PARTNERS_NAME: &str = "kendall_top_partners";
@@ -80,11 +81,11 @@ impl TableFunctionImpl for KendallTopPartners {
         if exprs.len() < 2 || exprs.len() > 5 {
             return Err(usage(format!("got {} arguments", exprs.len())));
         }
-        let source = string_arg(&exprs[0], "the source")?;
+        let source = string_arg(&exprs[0], "the source", usage)?;
         let k = k_arg(&exprs[1])?;
         let names = exprs[2..]
             .iter()
-            .map(|e| string_arg(e, "a column name"))
+            .map(|e| string_arg(e, "a column name", usage))
             .collect::<Result<Vec<_>>>()?;
         Ok(Arc::new(TopPartnersTable {
             source,
@@ -101,22 +102,6 @@ fn usage(problem: String) -> DataFusionError {
          view, file, directory or URL), k (a positive integer), then the column names as for \
          kendall_all_pairs: {problem}"
     ))
-}
-
-fn string_arg(expr: &Expr, name: &str) -> Result<String> {
-    match expr {
-        Expr::Literal(value, _) => match value.try_as_str() {
-            Some(Some(s)) => Ok(s.to_string()),
-            Some(None) => Err(usage(format!("{name} is NULL"))),
-            None => Err(usage(format!(
-                "{name} must be a string, got {} {value}",
-                value.data_type()
-            ))),
-        },
-        other => Err(usage(format!(
-            "{name} must be a constant string, got the expression {other}"
-        ))),
-    }
 }
 
 /// `k`: a positive integer literal (a negated literal is an error too).

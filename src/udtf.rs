@@ -36,10 +36,10 @@ impl TableFunctionImpl for KendallAllPairs {
         if exprs.is_empty() || exprs.len() > 4 {
             return Err(usage(format!("got {} arguments", exprs.len())));
         }
-        let source = string_arg(&exprs[0], "the source")?;
+        let source = string_arg(&exprs[0], "the source", usage)?;
         let names = exprs[1..]
             .iter()
-            .map(|e| string_arg(e, "a column name"))
+            .map(|e| string_arg(e, "a column name", usage))
             .collect::<Result<Vec<_>>>()?;
         // The source is resolved and its schema checked when the query is
         // planned (`KendallTable::scan`), where DataFusion can await a
@@ -56,7 +56,13 @@ fn usage(problem: String) -> DataFusionError {
     ))
 }
 
-fn string_arg(expr: &Expr, name: &str) -> Result<String> {
+/// A table function's constant string argument `name`; what is wrong with
+/// it goes through `usage` (the function's own usage message).
+pub(crate) fn string_arg(
+    expr: &Expr,
+    name: &str,
+    usage: impl Fn(String) -> DataFusionError,
+) -> Result<String> {
     match expr {
         Expr::Literal(value, _) => match value.try_as_str() {
             Some(Some(s)) => Ok(s.to_string()),
