@@ -41,7 +41,8 @@ use datafusion::physical_plan::{
 };
 use futures::{Stream, TryStreamExt};
 
-use crate::filter::TauPredicate;
+use crate::fdr::{CountingPass, FdrMethod, LastContext, QValues};
+use crate::filter::{PairValues, TauPredicate};
 use crate::gene_filter::{GenePredicate, ResolvedGenes};
 use crate::input::{self, InputBatches, InputSpec, RankedMatrix};
 use crate::kernel::bitset::BitPlanes;
@@ -63,6 +64,9 @@ const P_VALUE_COLUMN: usize = 3;
 /// Index of `n` (samples a pair shares) in the output schema.
 const N_COLUMN: usize = 4;
 
+/// Index of `q_value` in the output schema.
+const Q_VALUE_COLUMN: usize = 5;
+
 /// What a scan computes, fixed at planning time.
 #[derive(Debug, Clone)]
 pub struct ScanConfig {
@@ -77,6 +81,8 @@ pub struct ScanConfig {
     pub planned_kernel: Option<KernelKind>,
     /// How p-values are computed (when a query reads them).
     pub pvalue: PValueMethod,
+    /// How q-values adjust them (when a query reads them).
+    pub fdr: FdrMethod,
     /// Tile edge in genes.
     pub tile_size: usize,
     /// Number of output partitions.
@@ -108,13 +114,15 @@ struct Prepared {
     work: WorkSplit,
     /// The pushed-down gene filter over gene positions.
     gene_filter: Option<ResolvedGenes>,
-    /// p-value tables, when the query reads `p_value`.
+    /// p-value tables, when the query reads `p_value` or `q_value`.
     pvalues: Option<PValues>,
+    /// Every pair's q-value, when the query reads `q_value`.
+    qvalues: Option<QValues>,
     /// Where the partitions merge their top partners (top-partners mode).
     top: Option<TopCollector>,
-    /// Memory pool reservations of the ranks and of the planes, released
-    /// with them.
-    _reserved: [Reservation; 2],
+    /// Memory pool reservations of the ranks, of the planes and of the
+    /// q-values, released with them.
+    _reserved: [Reservation; 3],
 }
 
 /// The execution plan node of `kendall_all_pairs`.
@@ -195,8 +203,23 @@ impl KendallExec {
         Progress { done, total }
     }
 
-    /// Whether the query reads `p_value` (projected or filtered on).
+    /// Whether the query reads `q_value` (projected or filtered on).
+    fn wants_q_value(&self) -> bool {
+        self.config.top_k.is_none()
+            && (self.projection.contains(&Q_VALUE_COLUMN)
+                || self
+                    .config
+                    .predicate
+                    .as_ref()
+                    .is_some_and(|p| p.reads_q_value()))
+    }
+
+    /// Whether the query reads `p_value` (projected or filtered on), or
+    /// `q_value` (adjusted p-values).
     fn wants_p_value(&self) -> bool {
+        if self.wants_q_value() {
+            return true;
+        }
         let column = match self.config.top_k {
             Some(_) => top_partners::P_VALUE_COLUMN,
             None => P_VALUE_COLUMN,
@@ -250,14 +273,24 @@ fn prepare(
     spec: &InputSpec,
     batches: InputBatches,
     config: &ScanConfig,
-    wants_p: bool,
+    (wants_p, wants_q): (bool, bool),
     memory: &QueryMemory,
 ) -> Result<Prepared> {
     let loaded = input::load(spec, batches, memory)?;
     checkpoint()?;
     let gene_ids = loaded.genes.clone();
     let genes = gene_ids.len();
-    let kernel = config.kernel.resolve(genes, loaded.samples)?;
+    // q-values take a pass over every pair, gene filters or not: the
+    // kernel is chosen for all of them.
+    let kernel = if wants_q {
+        KernelPlan {
+            anchors: None,
+            ..config.kernel.clone()
+        }
+        .resolve(genes, loaded.samples)?
+    } else {
+        config.kernel.resolve(genes, loaded.samples)?
+    };
     let shape = format!("{genes} genes x {} samples", loaded.samples);
     let mut ranks_memory = memory.reserve(&format!("ranks and sample orders ({shape})"), 0)?;
     let matrix = RankedMatrix::try_build(
@@ -304,6 +337,26 @@ fn prepare(
     };
     let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
     let pvalues = wants_p.then(|| PValues::new(config.pvalue, matrix.samples()));
+    let mut q_memory = memory.reserve("q-values", 0)?;
+    let qvalues = match (&pvalues, wants_q) {
+        (Some(pvalues), true) => {
+            let counts = CountingPass {
+                matrix: &matrix,
+                kernel,
+                isa: config.kernel.isa,
+                planes: planes.clone(),
+                min_periods: config.min_periods,
+                tile_size: config.tile_size,
+                stop: crate::load::stop_flag(),
+            }
+            .run()?;
+            checkpoint()?;
+            let q = QValues::new(counts, pvalues, config.fdr);
+            q_memory.try_grow(q.bytes())?;
+            Some(q)
+        }
+        _ => None,
+    };
     let top = config.top_k.map(|_| TopCollector::new(config.partitions));
     checkpoint()?;
     Ok(Prepared {
@@ -314,8 +367,9 @@ fn prepare(
         work,
         gene_filter,
         pvalues,
+        qvalues,
         top,
-        _reserved: [ranks_memory, planes_memory],
+        _reserved: [ranks_memory, planes_memory, q_memory],
     })
 }
 
@@ -364,6 +418,9 @@ impl DisplayAs for KendallExec {
         }
         if let Some(p) = &c.predicate {
             write!(f, "{sep}filter{eq}{p}")?;
+        }
+        if self.wants_q_value() {
+            write!(f, "{sep}q_value{eq}{} over all pairs", c.fdr)?;
         }
         if let Some(p) = &c.gene_predicate {
             write!(f, "{sep}gene_filter{eq}{p}")?;
@@ -459,7 +516,7 @@ impl ExecutionPlan for KendallExec {
         let spec = Arc::clone(&self.spec);
         let config = self.config.clone();
         let projection = self.projection.clone();
-        let wants_p = self.wants_p_value();
+        let wants = (self.wants_p_value(), self.wants_q_value());
         let memory = QueryMemory::new(Arc::clone(context.memory_pool()), &self.spec.what);
         let input = Arc::clone(&self.input);
         let total_pairs = Arc::clone(&self.total_pairs);
@@ -476,7 +533,7 @@ impl ExecutionPlan for KendallExec {
                         // per-execution state (a shared queue of files).
                         let input = reset_plan_states(input)?;
                         let batches = InputBatches::new(input, context, &spec.what)?;
-                        let prepared = prepare(&spec, batches, &config, wants_p, &memory)?;
+                        let prepared = prepare(&spec, batches, &config, wants, &memory)?;
                         let _ = total_pairs.set(prepared.work.total_pairs());
                         Ok(prepared)
                     }
@@ -533,6 +590,10 @@ struct PairStream {
     predicate: Option<Arc<TauPredicate>>,
     /// The predicate compares `p_value` (else it is decided on tau alone).
     filter_reads_p: bool,
+    /// The predicate compares `q_value`.
+    filter_reads_q: bool,
+    /// The last pair context whose q-values were looked up.
+    q_last: LastContext,
     batch_size: usize,
     remaining: Option<usize>,
     projection: Vec<usize>,
@@ -544,11 +605,16 @@ struct PairStream {
     out_j: Vec<u32>,
     out_tau: Vec<f64>,
     out_p: Vec<f64>,
+    out_q: Vec<f64>,
     /// Whether each row's tau (and p-value) is non-null.
     out_valid: Vec<bool>,
     /// Samples each row's pair shares, when the query reads `n`.
     out_n: Vec<i64>,
     wants_n: bool,
+    /// The query reads the `p_value` column (filters aside).
+    keep_p: bool,
+    /// The query reads the `q_value` column (filters aside).
+    keep_q: bool,
     /// Block sizes and clock reads, by measured cost.
     pacer: Pacer,
     metrics: StreamMetrics,
@@ -576,8 +642,17 @@ impl PairStream {
         let top = config
             .top_k
             .map(|k| TopPartners::new(prepared.genes.len(), k));
+        let (keep_p, keep_q) = match config.top_k {
+            Some(_) => (false, false),
+            None => (
+                projection.contains(&P_VALUE_COLUMN),
+                projection.contains(&Q_VALUE_COLUMN),
+            ),
+        };
         Ok(Self {
             wants_n,
+            keep_p,
+            keep_q,
             kernel: PairKernel::new(
                 prepared.kernel,
                 samples,
@@ -591,6 +666,8 @@ impl PairStream {
             min_periods: config.min_periods,
             predicate: config.predicate.clone(),
             filter_reads_p: config.predicate.as_ref().is_some_and(|p| p.reads_p_value()),
+            filter_reads_q: config.predicate.as_ref().is_some_and(|p| p.reads_q_value()),
+            q_last: None,
             batch_size: config.batch_size,
             remaining: config.limit,
             projection,
@@ -601,6 +678,7 @@ impl PairStream {
             out_j: Vec::new(),
             out_tau: Vec::new(),
             out_p: Vec::new(),
+            out_q: Vec::new(),
             out_valid: Vec::new(),
             out_n: Vec::new(),
             pacer: Pacer::new(),
@@ -679,25 +757,42 @@ impl PairStream {
                     ),
                     _ => f64::NAN,
                 };
+                let q_value = |last: &mut LastContext| match &prepared.qvalues {
+                    Some(q) if valid => q.q_value(last, &stats, p.s),
+                    _ => f64::NAN,
+                };
                 // A filter on tau alone is decided before any p-value is
                 // computed; p-values are then computed for kept rows only.
-                let (pass, mut pv) = match &self.predicate {
-                    None => (true, None),
-                    Some(_) if !valid => (false, None),
-                    Some(pred) if self.filter_reads_p => {
-                        let pv = p_value();
-                        (pred.eval(t, pv), Some(pv))
+                let (mut pv, mut qv) = (None, None);
+                let pass = match &self.predicate {
+                    None => true,
+                    Some(_) if !valid => false,
+                    Some(pred) => {
+                        let mut values = PairValues::tau(t);
+                        if self.filter_reads_p {
+                            values.p_value = *pv.insert(p_value());
+                        }
+                        if self.filter_reads_q {
+                            values.q_value = *qv.insert(q_value(&mut self.q_last));
+                        }
+                        pred.eval(&values)
                     }
-                    Some(pred) => (pred.eval(t, f64::NAN), None),
                 };
                 if pass {
                     self.out_i.push(p.i);
                     self.out_j.push(p.j);
                     self.out_tau.push(t);
                     self.out_valid.push(valid);
-                    // p-values and n are kept only when the query reads them.
-                    if prepared.pvalues.is_some() {
+                    // p-values, q-values and n are kept only when the query reads them.
+                    if self.keep_p {
                         self.out_p.push(*pv.get_or_insert_with(p_value));
+                    }
+                    if self.keep_q {
+                        let q = match qv {
+                            Some(q) => q,
+                            None => q_value(&mut self.q_last),
+                        };
+                        self.out_q.push(q);
                     }
                     if self.wants_n {
                         self.out_n.push(stats.n as i64);
@@ -765,6 +860,7 @@ impl PairStream {
                     None,
                 )?,
                 P_VALUE_COLUMN => float(&mut self.out_p),
+                Q_VALUE_COLUMN => float(&mut self.out_q),
                 N_COLUMN => Arc::new(Int64Array::from(std::mem::take(&mut self.out_n))),
                 _ => float(&mut self.out_tau),
             });
@@ -773,6 +869,7 @@ impl PairStream {
         self.out_j.clear();
         self.out_tau.clear();
         self.out_p.clear();
+        self.out_q.clear();
         self.out_valid.clear();
         self.out_n.clear();
         if let Some(r) = &mut self.remaining {

@@ -1,6 +1,6 @@
-//! Filters on `tau` and `p_value` pushed into the pair loop.
+//! Filters on `tau`, `p_value` and `q_value` pushed into the pair loop.
 //!
-//! Comparisons of `tau`, `p_value` or their `abs` with a literal (`=`, `<>`, `<`, `<=`,
+//! Comparisons of `tau`, `p_value`, `q_value` or their `abs` with a literal (`=`, `<>`, `<`, `<=`,
 //! `>`, `>=`, `BETWEEN`), combined with `AND`, `OR` and `NOT`, become a
 //! [`TauPredicate`] that the execution plan applies to each pair before it
 //! becomes a row. The predicate reproduces Arrow's float comparison exactly
@@ -27,6 +27,8 @@ pub enum Stat {
     Tau,
     /// The `p_value` column.
     PValue,
+    /// The `q_value` column.
+    QValue,
 }
 
 impl Stat {
@@ -34,6 +36,7 @@ impl Stat {
         match self {
             Stat::Tau => TAU,
             Stat::PValue => P_VALUE,
+            Stat::QValue => crate::fdr::Q_VALUE,
         }
     }
 }
@@ -102,7 +105,29 @@ impl Cmp {
     }
 }
 
-/// A predicate on one pair's tau and p-value, evaluated inside the kernel loop.
+/// One pair's statistics as a predicate reads them (NaN where not computed).
+#[derive(Debug, Clone, Copy)]
+pub struct PairValues {
+    /// tau.
+    pub tau: f64,
+    /// The p-value.
+    pub p_value: f64,
+    /// The q-value.
+    pub q_value: f64,
+}
+
+impl PairValues {
+    /// Only tau known.
+    pub fn tau(tau: f64) -> Self {
+        PairValues {
+            tau,
+            p_value: f64::NAN,
+            q_value: f64::NAN,
+        }
+    }
+}
+
+/// A predicate on one pair's tau, p-value and q-value, evaluated inside the kernel loop.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TauPredicate {
     /// `stat <op> value`, or `abs(stat) <op> value` when `abs` is set.
@@ -193,10 +218,11 @@ impl TauPredicate {
         TauPredicate::And(Box::new(a), Box::new(b))
     }
 
-    /// Whether a pair with this `tau` and p-value passes (`p_value` is only
-    /// read when [`TauPredicate::reads_p_value`]).
+    /// Whether a pair with these values passes (`p_value` is only read
+    /// when [`TauPredicate::reads_p_value`], `q_value` when
+    /// [`TauPredicate::reads_q_value`]).
     #[inline]
-    pub fn eval(&self, tau: f64, p_value: f64) -> bool {
+    pub fn eval(&self, x: &PairValues) -> bool {
         match self {
             TauPredicate::Compare {
                 stat,
@@ -204,25 +230,37 @@ impl TauPredicate {
                 op,
                 value,
             } => {
-                let x = if *stat == Stat::Tau { tau } else { p_value };
-                let x = if *abs { x.abs() } else { x };
-                op.holds(x.total_cmp(value))
+                let v = match stat {
+                    Stat::Tau => x.tau,
+                    Stat::PValue => x.p_value,
+                    Stat::QValue => x.q_value,
+                };
+                let v = if *abs { v.abs() } else { v };
+                op.holds(v.total_cmp(value))
             }
-            TauPredicate::And(a, b) => a.eval(tau, p_value) && b.eval(tau, p_value),
-            TauPredicate::Or(a, b) => a.eval(tau, p_value) || b.eval(tau, p_value),
-            TauPredicate::Not(a) => !a.eval(tau, p_value),
+            TauPredicate::And(a, b) => a.eval(x) && b.eval(x),
+            TauPredicate::Or(a, b) => a.eval(x) || b.eval(x),
+            TauPredicate::Not(a) => !a.eval(x),
+        }
+    }
+
+    /// Whether the predicate compares `stat`.
+    fn reads(&self, wanted: Stat) -> bool {
+        match self {
+            TauPredicate::Compare { stat, .. } => *stat == wanted,
+            TauPredicate::And(a, b) | TauPredicate::Or(a, b) => a.reads(wanted) || b.reads(wanted),
+            TauPredicate::Not(a) => a.reads(wanted),
         }
     }
 
     /// Whether the predicate needs the p-value.
     pub fn reads_p_value(&self) -> bool {
-        match self {
-            TauPredicate::Compare { stat, .. } => *stat == Stat::PValue,
-            TauPredicate::And(a, b) | TauPredicate::Or(a, b) => {
-                a.reads_p_value() || b.reads_p_value()
-            }
-            TauPredicate::Not(a) => a.reads_p_value(),
-        }
+        self.reads(Stat::PValue)
+    }
+
+    /// Whether the predicate needs the q-value.
+    pub fn reads_q_value(&self) -> bool {
+        self.reads(Stat::QValue)
     }
 }
 
@@ -254,6 +292,7 @@ fn stat_operand(expr: &Expr) -> Option<(Stat, bool)> {
     let stat = |e: &Expr| match e {
         Expr::Column(c) if c.name == TAU => Some(Stat::Tau),
         Expr::Column(c) if c.name == P_VALUE => Some(Stat::PValue),
+        Expr::Column(c) if c.name == crate::fdr::Q_VALUE => Some(Stat::QValue),
         _ => None,
     };
     match expr {
@@ -294,19 +333,35 @@ mod tests {
     #[test]
     fn comparisons_follow_arrow_total_order() {
         let p = pred(abs(col("tau")).gt_eq(lit(0.8)));
-        assert!(p.eval(0.8, f64::NAN) && p.eval(-0.9, f64::NAN) && !p.eval(0.5, f64::NAN));
+        assert!(
+            p.eval(&PairValues::tau(0.8))
+                && p.eval(&PairValues::tau(-0.9))
+                && !p.eval(&PairValues::tau(0.5))
+        );
         // NaN sorts above every number in Arrow comparisons.
-        assert!(p.eval(f64::NAN, f64::NAN));
+        assert!(p.eval(&PairValues::tau(f64::NAN)));
         let p = pred(lit(0.5).gt(col("tau")));
-        assert!(p.eval(0.4, f64::NAN) && !p.eval(0.5, f64::NAN) && !p.eval(f64::NAN, f64::NAN));
+        assert!(
+            p.eval(&PairValues::tau(0.4))
+                && !p.eval(&PairValues::tau(0.5))
+                && !p.eval(&PairValues::tau(f64::NAN))
+        );
         let p = pred(col("tau").between(lit(-0.1), lit(0.1)));
-        assert!(p.eval(0.0, f64::NAN) && p.eval(0.1, f64::NAN) && !p.eval(0.2, f64::NAN));
+        assert!(
+            p.eval(&PairValues::tau(0.0))
+                && p.eval(&PairValues::tau(0.1))
+                && !p.eval(&PairValues::tau(0.2))
+        );
         let p = pred(col("tau").not_between(lit(-0.1), lit(0.1)));
-        assert!(!p.eval(0.0, f64::NAN) && p.eval(0.2, f64::NAN));
+        assert!(!p.eval(&PairValues::tau(0.0)) && p.eval(&PairValues::tau(0.2)));
         let p = pred(col("tau").lt(lit(-0.5)).or(col("tau").gt(lit(0.5_f32))));
-        assert!(p.eval(-0.6, f64::NAN) && p.eval(0.6, f64::NAN) && !p.eval(0.0, f64::NAN));
+        assert!(
+            p.eval(&PairValues::tau(-0.6))
+                && p.eval(&PairValues::tau(0.6))
+                && !p.eval(&PairValues::tau(0.0))
+        );
         let p = pred(col("tau").gt(lit(0i64)));
-        assert!(p.eval(0.1, f64::NAN) && !p.eval(0.0, f64::NAN));
+        assert!(p.eval(&PairValues::tau(0.1)) && !p.eval(&PairValues::tau(0.0)));
     }
 
     #[test]

@@ -58,6 +58,7 @@ macro_rules! enum_config_field {
 }
 
 pub mod exec;
+pub mod fdr;
 pub mod filter;
 pub mod gene_filter;
 pub mod input;

@@ -279,6 +279,12 @@ pub fn stop_requested() -> bool {
     })
 }
 
+/// The stop flag of the load running on this thread (`None` outside a
+/// load), for work the load hands to other threads (rayon's).
+pub fn stop_flag() -> Option<Arc<AtomicBool>> {
+    STOP.with(|s| s.borrow().clone())
+}
+
 /// An error when the load running on this thread has been asked to stop:
 /// call it between the stages of a load and between the batches it reads.
 pub fn checkpoint() -> Result<()> {

@@ -9,6 +9,7 @@ use datafusion::common::config::{
 };
 use datafusion::error::{DataFusionError, Result};
 
+use crate::fdr::FdrMethod;
 use crate::input::{Absent, InputFormat, Layout, MissingValues};
 use crate::kernel::isa::SimdChoice;
 use crate::kernel::pvalue::PValueMethod;
@@ -85,6 +86,8 @@ kendall_options! {
     format: InputFormat = InputFormat::Auto,
     /// p-value method: 'auto' (scipy's rule), 'asymptotic' or 'exact' (NaN with ties, and for more than 1,000 samples unless at most one pair is discordant or concordant).
     pvalue: PValueMethod = PValueMethod::Auto,
+    /// Multiple-testing adjustment of q_value over all pairs of the input: 'bh' (Benjamini-Hochberg) or 'by' (Benjamini-Yekutieli, any dependence).
+    fdr: FdrMethod = FdrMethod::Bh,
     /// Null and NaN values: 'pairwise' (each pair uses the samples both genes have) or 'error'.
     missing: MissingValues = MissingValues::Pairwise,
     /// Layout 'long': a (gene, sample) without a row is an 'error', 'zero' (sparse counts) or 'missing'.

@@ -14,6 +14,7 @@ use datafusion::physical_plan::{ExecutionPlan, StatisticsArgs, StatisticsContext
 use futures::FutureExt;
 
 use crate::exec::{KendallExec, ScanConfig};
+use crate::fdr::Q_VALUE;
 use crate::filter::{P_VALUE, TAU, TauPredicate};
 use crate::gene_filter::GenePredicate;
 use crate::input::{self, FN_NAME, InputSpec, RankedMatrix};
@@ -25,7 +26,10 @@ use crate::options::KendallOptions;
 /// The output schema: `gene_i`, `gene_j` (non-null strings), `tau` and
 /// `p_value` (Float64; NULL when the pair shares fewer than
 /// `kendall.min_periods` samples) and `n` (Int64, the samples the pair
-/// shares). `p_value` and `n` are computed only when a query reads them.
+/// shares) and `q_value` (Float64, the p-value adjusted for the false
+/// discovery rate over all pairs of the input, see [`crate::fdr`]; NULL
+/// when `p_value` is). `p_value`, `n` and `q_value` are computed only when a
+/// query reads them.
 pub fn output_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("gene_i", DataType::Utf8, false),
@@ -33,6 +37,7 @@ pub fn output_schema() -> SchemaRef {
         Field::new(TAU, DataType::Float64, true),
         Field::new(P_VALUE, DataType::Float64, true),
         Field::new("n", DataType::Int64, false),
+        Field::new(Q_VALUE, DataType::Float64, true),
     ]))
 }
 
@@ -249,6 +254,7 @@ pub(crate) async fn plan_scan(
         partitions: config.execution.target_partitions.max(1),
         batch_size: usize::from(config.execution.batch_size).max(1),
         pvalue: options.pvalue,
+        fdr: options.fdr,
         predicate: predicate.map(Arc::new),
         gene_predicate: gene_predicate.map(Arc::new),
         limit,

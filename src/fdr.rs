@@ -1,0 +1,546 @@
+//! False discovery rate: the `q_value` column, exact, without sorting pairs.
+//!
+//! `q_value` is the Benjamini–Hochberg (or, with `kendall.fdr = 'by'`,
+//! Benjamini–Yekutieli) adjusted p-value of a pair over **every pair of the
+//! input** whose p-value is a number: all m(m−1)/2 pairs less those sharing
+//! fewer than `kendall.min_periods` samples (NULL p-value) and those with a
+//! constant gene (NaN p-value). The family never depends on the query's
+//! `WHERE` clause, gene filters included: a row's `q_value` is a property of
+//! the table, as every column is, so `WHERE gene_i = 'TP53'` shows the same
+//! q-values as the whole network filtered afterwards (and the adjustment
+//! counts every test that was made, which is what makes it honest).
+//!
+//! With M tests sorted by p-value, `p_(1) ≤ … ≤ p_(M)`, scipy's
+//! `false_discovery_control` (and R's `p.adjust`) computes
+//! `g_j = p_(j) · (M / j)` (BY: `· Σ_{i≤M} 1/i`) and
+//! `q_(i) = min(1, min_{j ≥ i} g_j)`. Here it is computed from counts:
+//!
+//! - A pair's p-value is a function of its *context* — the number of samples
+//!   it shares and each gene's tie statistics on them (what
+//!   [`PairStats`] holds) — and of its numerator S. So a counting pass over
+//!   all pairs keeps, per context, how many pairs have each S: the *cells*.
+//!   Without missing values and ties there is one context and at most
+//!   n(n−1)/2 + 1 cells, whatever the number of pairs.
+//! - Each cell's p-value is computed once. Sorted by p-value, with C(p) the
+//!   number of tests whose p-value is at most p, the equal p-values of a tie
+//!   group share one q: `min_{j ≥ i} g_j` over the group reaches its last
+//!   index `j = C(p)` (`M / j` only falls with j), so
+//!   `q(p) = min(1, g(p), q(next larger p))` with `g(p) = p · (M / C(p))`,
+//!   the same floating-point operations as scipy's on the same numbers.
+//! - The output pass then finds each pair's q by its context and S.
+//!
+//! So reading `q_value` costs one extra pass of the kernel over all pairs
+//! (no p-value per pair, no sort, no materialised pairs), and memory
+//! proportional to the cells: a few thousand for complete data, more with
+//! missing values or ties (each distinct pair context has its own cells;
+//! at most one per pair). A filter `q_value < α` is then exact like any
+//! other pushed-down filter: q is known for every pair before it becomes a
+//! row, and since q is non-decreasing in p the rows kept are exactly those
+//! with p at most the Benjamini–Hochberg cut-off.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use datafusion::error::{DataFusionError, Result};
+use rayon::prelude::*;
+
+use crate::input::{PairStats, RankedMatrix};
+use crate::kernel::bitset::BitPlanes;
+use crate::kernel::isa::Isa;
+use crate::kernel::pvalue::PValues;
+use crate::kernel::{KernelKind, PairKernel, PairNumerator};
+use crate::work::WorkSplit;
+
+/// Name of the q-value column.
+pub const Q_VALUE: &str = "q_value";
+
+/// The multiple-testing adjustment of `q_value` (`SET kendall.fdr = ...`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FdrMethod {
+    /// Benjamini–Hochberg: FDR control for independent or positively
+    /// dependent tests.
+    #[default]
+    Bh,
+    /// Benjamini–Yekutieli: FDR control under any dependence (BH times
+    /// `Σ_{i≤M} 1/i`).
+    By,
+}
+
+impl fmt::Display for FdrMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            FdrMethod::Bh => "bh",
+            FdrMethod::By => "by",
+        })
+    }
+}
+
+impl FromStr for FdrMethod {
+    type Err = DataFusionError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "bh" => Ok(FdrMethod::Bh),
+            "by" => Ok(FdrMethod::By),
+            other => Err(DataFusionError::Configuration(format!(
+                "kendall.fdr must be 'bh' (Benjamini-Hochberg) or 'by' (Benjamini-Yekutieli), got '{other}'"
+            ))),
+        }
+    }
+}
+
+enum_config_field!(FdrMethod);
+
+/// A cheap hasher for small keys of whole words (the multiply-rotate of
+/// rustc's FxHash): cells are looked up once per pair.
+#[derive(Default, Clone, Copy)]
+pub struct WordHasher(u64);
+
+impl Hasher for WordHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    #[inline]
+    fn write_i64(&mut self, word: i64) {
+        self.write_u64(word as u64)
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type WordMap<K, V> = HashMap<K, V, BuildHasherDefault<WordHasher>>;
+
+/// What a pair's p-value depends on besides S: its shared samples and both
+/// genes' tie statistics on them ([`PairStats`], as bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Context([u64; 9]);
+
+impl Context {
+    #[inline]
+    fn of(s: &PairStats) -> Self {
+        Context([
+            s.n as u64,
+            s.u.tie_pairs,
+            u64::from(s.u.distinct),
+            s.u_variance.t2.to_bits(),
+            s.u_variance.t5.to_bits(),
+            s.v.tie_pairs,
+            u64::from(s.v.distinct),
+            s.v_variance.t2.to_bits(),
+            s.v_variance.t5.to_bits(),
+        ])
+    }
+}
+
+/// Per context, a map from S to a value (a count of pairs, then a q-value),
+/// with the last context looked up remembered (consecutive pairs mostly
+/// share one).
+#[derive(Debug, Default)]
+struct Cells<V> {
+    index: WordMap<Context, u32>,
+    /// Per context: one pair's statistics, and its cells.
+    contexts: Vec<(PairStats, WordMap<i64, V>)>,
+}
+
+impl<V> Cells<V> {
+    /// The slot of `context`, if it has one.
+    #[inline]
+    fn slot(&self, last: &mut Option<(Context, u32)>, context: Context) -> Option<u32> {
+        match last {
+            Some((c, slot)) if *c == context => Some(*slot),
+            _ => {
+                let slot = *self.index.get(&context)?;
+                *last = Some((context, slot));
+                Some(slot)
+            }
+        }
+    }
+
+    fn cell_count(&self) -> usize {
+        self.contexts.iter().map(|(_, cells)| cells.len()).sum()
+    }
+}
+
+/// The counting pass's result: how many pairs of each context have each S.
+#[derive(Debug, Default)]
+pub struct TestCounts {
+    cells: Cells<u64>,
+    last: Option<(Context, u32)>,
+}
+
+impl TestCounts {
+    /// Counts one pair of numerator `s` and statistics `stats`.
+    #[inline]
+    fn add(&mut self, stats: &PairStats, s: i64) {
+        let context = Context::of(stats);
+        let slot = match self.cells.slot(&mut self.last, context) {
+            Some(slot) => slot,
+            None => {
+                let slot = self.cells.contexts.len() as u32;
+                self.cells.index.insert(context, slot);
+                self.cells.contexts.push((*stats, WordMap::default()));
+                self.last = Some((context, slot));
+                slot
+            }
+        };
+        *self.cells.contexts[slot as usize].1.entry(s).or_default() += 1;
+    }
+
+    /// Adds the counts of `other`.
+    fn merge(mut self, other: TestCounts) -> TestCounts {
+        if self.cells.contexts.len() < other.cells.contexts.len() {
+            return other.merge(self);
+        }
+        for (stats, cells) in other.cells.contexts {
+            let context = Context::of(&stats);
+            let slot = match self.cells.index.get(&context) {
+                Some(&slot) => slot as usize,
+                None => {
+                    self.cells
+                        .index
+                        .insert(context, self.cells.contexts.len() as u32);
+                    self.cells.contexts.push((stats, WordMap::default()));
+                    self.cells.contexts.len() - 1
+                }
+            };
+            let into = &mut self.cells.contexts[slot].1;
+            for (s, count) in cells {
+                *into.entry(s).or_default() += count;
+            }
+        }
+        self.last = None;
+        self
+    }
+
+    /// Distinct (context, S) cells counted.
+    pub fn cells(&self) -> usize {
+        self.cells.cell_count()
+    }
+
+    /// Pairs counted.
+    pub fn pairs(&self) -> u64 {
+        self.cells
+            .contexts
+            .iter()
+            .flat_map(|(_, cells)| cells.values())
+            .sum()
+    }
+}
+
+/// What the counting pass computes with: the kernel and its data.
+pub struct CountingPass<'a> {
+    /// The ranked input.
+    pub matrix: &'a RankedMatrix,
+    /// The kernel, as the query resolved it.
+    pub kernel: KernelKind,
+    /// Its instruction set.
+    pub isa: Isa,
+    /// Bit-planes, for the bitset kernel.
+    pub planes: Option<Arc<BitPlanes>>,
+    /// Pairs sharing fewer samples are not tests.
+    pub min_periods: usize,
+    /// Tile edge.
+    pub tile_size: usize,
+    /// Set when the query no longer wants the result (checked between blocks).
+    pub stop: Option<Arc<AtomicBool>>,
+}
+
+impl CountingPass<'_> {
+    /// Counts every pair of the matrix that shares at least `min_periods`
+    /// samples, by context and S, on rayon's threads.
+    pub fn run(&self) -> Result<TestCounts> {
+        let m = self.matrix;
+        // Several chunks per thread, so that a slow one does not hold the rest.
+        let chunks = (rayon::current_num_threads() * 4).max(1);
+        let work = WorkSplit::tiles(m.genes(), self.tile_size, chunks);
+        let stopped = || {
+            self.stop
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::Relaxed))
+        };
+        let counts = (0..chunks)
+            .into_par_iter()
+            .map(|chunk| -> Result<TestCounts> {
+                let mut kernel =
+                    PairKernel::new(self.kernel, m.samples(), self.isa, self.planes.clone())?;
+                let mut cursor = work.cursor(chunk);
+                let mut pending: Vec<PairNumerator> = Vec::new();
+                let mut counts = TestCounts::default();
+                while let Some((rows, cols)) = cursor.next_block(&work, m, 1 << 14) {
+                    if stopped() {
+                        return Err(DataFusionError::Execution(format!(
+                            "{}: input load stopped: the query was cancelled",
+                            crate::FUNCTION_NAME
+                        )));
+                    }
+                    pending.clear();
+                    kernel.block(m, &cursor.rows()[rows], cols, &mut pending);
+                    for p in &pending {
+                        let stats = m.pair_stats(p.i as usize, p.j as usize);
+                        if stats.n >= self.min_periods {
+                            counts.add(&stats, p.s);
+                        }
+                    }
+                }
+                Ok(counts)
+            })
+            .try_reduce(TestCounts::default, |a, b| Ok(a.merge(b)))?;
+        Ok(counts)
+    }
+}
+
+/// The q-value of every cell: each pair's `q_value` by its context and S.
+#[derive(Debug)]
+pub struct QValues {
+    cells: Cells<f64>,
+    /// Tests in the family (pairs with a p-value that is a number).
+    tests: u64,
+    method: FdrMethod,
+}
+
+impl QValues {
+    /// Adjusts the p-values of the counted pairs (`pvalues` computes them
+    /// as the `p_value` column does).
+    pub fn new(counts: TestCounts, pvalues: &PValues, method: FdrMethod) -> Self {
+        // Every cell's p-value, once.
+        let mut cells: Vec<(f64, u64, u32, i64)> = Vec::with_capacity(counts.cells());
+        let mut nan_cells = Vec::new();
+        let mut contexts = Vec::with_capacity(counts.cells.contexts.len());
+        for (slot, (stats, counted)) in counts.cells.contexts.into_iter().enumerate() {
+            for (&s, &count) in &counted {
+                let p = pvalues.p_value(
+                    stats.n,
+                    s,
+                    (stats.u, stats.u_variance),
+                    (stats.v, stats.v_variance),
+                );
+                if p.is_nan() {
+                    nan_cells.push((slot as u32, s));
+                } else {
+                    cells.push((p, count, slot as u32, s));
+                }
+            }
+            contexts.push((stats, WordMap::<i64, f64>::default()));
+        }
+        let tests: u64 = cells.iter().map(|c| c.1).sum();
+        cells.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        let m = tests as f64;
+        let scale = match method {
+            FdrMethod::Bh => 1.0,
+            FdrMethod::By => harmonic(tests),
+        };
+        // g(p) for each group of equal p-values, at the group's last index.
+        let mut groups: Vec<(f64, usize, usize)> = Vec::new(); // (g, its cells' range)
+        let mut below = 0u64;
+        let mut start = 0;
+        while start < cells.len() {
+            let p = cells[start].0;
+            let mut end = start;
+            while end < cells.len() && cells[end].0.to_bits() == p.to_bits() {
+                below += cells[end].1;
+                end += 1;
+            }
+            let mut g = p * (m / below as f64);
+            if method == FdrMethod::By {
+                g *= scale;
+            }
+            groups.push((g, start, end));
+            start = end;
+        }
+        // q = min(1, min of g from this group on): a running minimum from the top.
+        let mut running = f64::INFINITY;
+        for &(g, start, end) in groups.iter().rev() {
+            running = running.min(g);
+            let q = if running > 1.0 { 1.0 } else { running.max(0.0) };
+            for &(_, _, slot, s) in &cells[start..end] {
+                contexts[slot as usize].1.insert(s, q);
+            }
+        }
+        for (slot, s) in nan_cells {
+            contexts[slot as usize].1.insert(s, f64::NAN);
+        }
+        QValues {
+            cells: Cells {
+                index: counts.cells.index,
+                contexts,
+            },
+            tests,
+            method,
+        }
+    }
+
+    /// Tests in the family.
+    pub fn tests(&self) -> u64 {
+        self.tests
+    }
+
+    /// The adjustment.
+    pub fn method(&self) -> FdrMethod {
+        self.method
+    }
+
+    /// Cells kept (for memory accounting).
+    pub fn cells(&self) -> usize {
+        self.cells.cell_count()
+    }
+
+    /// Bytes the cells take, roughly (hash tables at their capacity).
+    pub fn bytes(&self) -> usize {
+        let per_context = std::mem::size_of::<(PairStats, WordMap<i64, f64>)>()
+            + std::mem::size_of::<(Context, u32)>();
+        self.cells
+            .contexts
+            .iter()
+            .map(|(_, cells)| cells.capacity() * 24 + per_context)
+            .sum()
+    }
+
+    /// The q-value of a pair of numerator `s` and statistics `stats`
+    /// (NaN when its p-value is NaN; `last` remembers the last context
+    /// between calls of one stream).
+    #[inline]
+    pub fn q_value(&self, last: &mut Option<(Context, u32)>, stats: &PairStats, s: i64) -> f64 {
+        self.cells
+            .slot(last, Context::of(stats))
+            .and_then(|slot| self.cells.contexts[slot as usize].1.get(&s).copied())
+            .unwrap_or(f64::NAN)
+    }
+}
+
+/// The context cache of a stream's [`QValues::q_value`] lookups.
+pub type LastContext = Option<(Context, u32)>;
+
+/// `Σ_{i=1..m} 1/i`: summed for m up to 10⁶, beyond by its asymptotic
+/// expansion (relative error below 1e-15 there).
+fn harmonic(m: u64) -> f64 {
+    if m <= 1_000_000 {
+        // Smallest terms first.
+        (1..=m).rev().map(|i| 1.0 / i as f64).sum()
+    } else {
+        let x = m as f64;
+        let x2 = x * x;
+        x.ln() + 0.577_215_664_901_532_9 + 1.0 / (2.0 * x) - 1.0 / (12.0 * x2)
+            + 1.0 / (120.0 * x2 * x2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::GeneTies;
+
+    /// scipy's algorithm on a plain list: sort, scale, running minimum, clip.
+    fn reference(ps: &[f64], by: bool) -> Vec<f64> {
+        let m = ps.len();
+        let mut order: Vec<usize> = (0..m).collect();
+        order.sort_by(|&a, &b| ps[a].total_cmp(&ps[b]));
+        let scale = harmonic(m as u64);
+        let mut g: Vec<f64> = order
+            .iter()
+            .enumerate()
+            .map(|(k, &i)| {
+                let v = ps[i] * (m as f64 / (k + 1) as f64);
+                if by { v * scale } else { v }
+            })
+            .collect();
+        for k in (0..m.saturating_sub(1)).rev() {
+            g[k] = g[k].min(g[k + 1]);
+        }
+        let mut q = vec![0.0; m];
+        for (k, &i) in order.iter().enumerate() {
+            q[i] = g[k].clamp(0.0, 1.0);
+        }
+        q
+    }
+
+    fn stats(n: usize) -> PairStats {
+        PairStats {
+            n,
+            u: GeneTies {
+                tie_pairs: 0,
+                distinct: n as u32,
+            },
+            v: GeneTies {
+                tie_pairs: 0,
+                distinct: n as u32,
+            },
+            u_variance: Default::default(),
+            v_variance: Default::default(),
+        }
+    }
+
+    #[test]
+    fn cells_give_scipys_q_values() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let pvalues = PValues::new(crate::kernel::pvalue::PValueMethod::Auto, 40);
+        for &by in &[false, true] {
+            for n in [5usize, 12, 40] {
+                let n0 = (n * (n - 1) / 2) as i64;
+                let mut counts = TestCounts::default();
+                let mut pairs = Vec::new();
+                for k in 0..500 {
+                    // Two contexts (all samples, and two fewer), skewed S.
+                    let st = stats(if k % 3 == 0 { n - 2 } else { n });
+                    let n0 = (st.n * (st.n - 1) / 2) as i64;
+                    let s = (rng.random_range(-n0..=n0) + rng.random_range(0..=n0)) / 2;
+                    let s = s - (s - n0).rem_euclid(2); // S has n0's parity without ties
+                    counts.add(&st, s);
+                    pairs.push((st, s));
+                }
+                let _ = n0;
+                let method = if by { FdrMethod::By } else { FdrMethod::Bh };
+                let q = QValues::new(counts, &pvalues, method);
+                let ps: Vec<f64> = pairs
+                    .iter()
+                    .map(|(st, s)| {
+                        pvalues.p_value(st.n, *s, (st.u, st.u_variance), (st.v, st.v_variance))
+                    })
+                    .collect();
+                let expected = reference(&ps, by);
+                assert_eq!(q.tests(), 500);
+                let mut last = None;
+                for ((st, s), e) in pairs.iter().zip(&expected) {
+                    let got = q.q_value(&mut last, st, *s);
+                    assert!(
+                        (got - e).abs() <= 1e-12 * e.abs(),
+                        "n={n} by={by}: {got} vs {e}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn harmonic_numbers() {
+        assert_eq!(harmonic(1), 1.0);
+        assert!((harmonic(4) - 25.0 / 12.0).abs() < 1e-15);
+        // The expansion agrees with the sum where they meet.
+        let summed: f64 = (1..=1_000_001u64).rev().map(|i| 1.0 / i as f64).sum();
+        assert!((harmonic(1_000_001) - summed).abs() < 1e-13 * summed);
+    }
+
+    #[test]
+    fn method_names() {
+        assert_eq!("BY".parse::<FdrMethod>().unwrap(), FdrMethod::By);
+        assert_eq!(FdrMethod::default().to_string(), "bh");
+        assert!("holm".parse::<FdrMethod>().is_err());
+    }
+}
