@@ -7,6 +7,7 @@ mod balance;
 mod budget;
 mod common;
 mod errors;
+mod fdr;
 mod inputs;
 mod integers;
 mod kernels;
