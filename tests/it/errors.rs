@@ -401,6 +401,10 @@ async fn option_values_are_checked_and_named() {
             &["kendall.memory_limit", "'4 parsecs'", "GiB"],
         ),
         (
+            "SET kendall.fdr = 'holm'",
+            &["kendall.fdr", "'holm'", "'bh'", "'by'"],
+        ),
+        (
             "SET kendall.no_such_option = 1",
             &["kendall.no_such_option", "kendall.tile_size"],
         ),
@@ -427,6 +431,7 @@ async fn option_values_are_checked_and_named() {
         ),
         ("SET kendall.tile_size = 64", "kendall.tile_size", "64"),
         ("SET kendall.min_periods = 0", "kendall.min_periods", "0"),
+        ("SET kendall.fdr = 'BY'", "kendall.fdr", "by"),
     ] {
         run(&ctx, set).await.unwrap();
         let batches = run(&ctx, &format!("SHOW {name}")).await.unwrap();
@@ -456,6 +461,7 @@ async fn option_values_are_checked_and_named() {
         names,
         [
             "kendall.absent",
+            "kendall.fdr",
             "kendall.format",
             "kendall.kernel",
             "kendall.layout",
