@@ -340,7 +340,7 @@ fn prepare(
     let mut q_memory = memory.reserve("q-values", 0)?;
     let qvalues = match (&pvalues, wants_q) {
         (Some(pvalues), true) => {
-            let counts = CountingPass {
+            let (contexts, counts) = CountingPass {
                 matrix: &matrix,
                 kernel,
                 isa: config.kernel.isa,
@@ -351,7 +351,7 @@ fn prepare(
             }
             .run()?;
             checkpoint()?;
-            let q = QValues::new(counts, pvalues, config.fdr);
+            let q = QValues::new(contexts, counts, pvalues, config.fdr);
             q_memory.try_grow(q.bytes())?;
             Some(q)
         }
@@ -758,7 +758,7 @@ impl PairStream {
                     _ => f64::NAN,
                 };
                 let q_value = |last: &mut LastContext| match &prepared.qvalues {
-                    Some(q) if valid => q.q_value(last, &stats, p.s),
+                    Some(q) if valid => q.q_value(last, (p.i as usize, p.j as usize), &stats, p.s),
                     _ => f64::NAN,
                 };
                 // A filter on tau alone is decided before any p-value is

@@ -149,97 +149,341 @@ impl Context {
     }
 }
 
-/// Per context, a map from S to a value (a count of pairs, then a q-value),
-/// with the last context looked up remembered (consecutive pairs mostly
-/// share one).
-#[derive(Debug, Default)]
-struct Cells<V> {
-    index: WordMap<Context, u32>,
-    /// Per context: one pair's statistics, and its cells.
-    contexts: Vec<(PairStats, WordMap<i64, V>)>,
+/// Most gene classes for which pairs of complete genes find their context
+/// by a table of classes × classes (beyond, by hashing).
+const MAX_CLASSES: usize = 1024;
+
+/// Most cells a [`Cells`] keeps in dense arrays (8 MiB of counts); contexts
+/// beyond it keep theirs in hash maps.
+const DENSE_BUDGET: usize = 1 << 20;
+
+/// Largest S range (`2·n(n−1)/2 + 1`) kept densely.
+const DENSE_MAX_RANGE: usize = 1 << 16;
+
+/// How pairs find their context. Genes without missing values fall into
+/// classes of equal tie statistics (one class for all tie-free genes); a
+/// pair of two such genes has the context of its two classes, found by
+/// table. Pairs touching a gene with gaps have contexts of their own
+/// statistics on their shared samples, found by hashing.
+#[derive(Debug)]
+pub struct ContextIndex {
+    /// Class of each gene; `u32::MAX` for genes with missing values (or
+    /// when there are too many classes for the table).
+    class: Vec<u32>,
+    /// Number of classes.
+    classes: usize,
 }
 
-impl<V> Cells<V> {
-    /// The slot of `context`, if it has one.
+impl ContextIndex {
+    /// The classes of the genes of `m`.
+    pub fn new(m: &RankedMatrix) -> Self {
+        let mut ids: WordMap<[u64; 4], u32> = WordMap::default();
+        let mut class: Vec<u32> = (0..m.genes())
+            .map(|g| {
+                if m.has_gaps(g) {
+                    return u32::MAX;
+                }
+                let (t, v) = (m.ties(g), m.variance_terms(g));
+                let key = [
+                    t.tie_pairs,
+                    u64::from(t.distinct),
+                    v.t2.to_bits(),
+                    v.t5.to_bits(),
+                ];
+                let next = ids.len() as u32;
+                *ids.entry(key).or_insert(next)
+            })
+            .collect();
+        let mut classes = ids.len();
+        if classes > MAX_CLASSES {
+            class.iter_mut().for_each(|c| *c = u32::MAX);
+            classes = 0;
+        }
+        ContextIndex { class, classes }
+    }
+
+    /// The table slot of pair (i, j), when both genes have a class.
     #[inline]
-    fn slot(&self, last: &mut Option<(Context, u32)>, context: Context) -> Option<u32> {
-        match last {
-            Some((c, slot)) if *c == context => Some(*slot),
-            _ => {
-                let slot = *self.index.get(&context)?;
-                *last = Some((context, slot));
-                Some(slot)
-            }
+    fn fixed(&self, i: usize, j: usize) -> Option<usize> {
+        let (ci, cj) = (self.class[i], self.class[j]);
+        (ci != u32::MAX && cj != u32::MAX).then(|| ci as usize * self.classes + cj as usize)
+    }
+}
+
+/// The values of one context by S: an array over S's range, or a map.
+#[derive(Debug)]
+enum Store<V> {
+    Dense { offset: i64, values: Vec<V> },
+    Sparse(WordMap<i64, V>),
+}
+
+impl<V: Copy + Default + PartialEq> Store<V> {
+    #[inline]
+    fn get(&self, s: i64) -> Option<V> {
+        match self {
+            Store::Dense { offset, values } => values.get((s + offset) as usize).copied(),
+            Store::Sparse(map) => map.get(&s).copied(),
         }
     }
 
-    fn cell_count(&self) -> usize {
-        self.contexts.iter().map(|(_, cells)| cells.len()).sum()
+    #[inline]
+    fn entry(&mut self, s: i64) -> &mut V {
+        match self {
+            Store::Dense { offset, values } => &mut values[(s + *offset) as usize],
+            Store::Sparse(map) => map.entry(s).or_default(),
+        }
+    }
+
+    /// Every (S, value) with a value other than the default.
+    fn cells(&self) -> Vec<(i64, V)> {
+        match self {
+            Store::Dense { offset, values } => values
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| **v != V::default())
+                .map(|(k, v)| (k as i64 - offset, *v))
+                .collect(),
+            Store::Sparse(map) => map.iter().map(|(s, v)| (*s, *v)).collect(),
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Store::Dense { values, .. } => values.capacity() * std::mem::size_of::<V>(),
+            Store::Sparse(map) => map.capacity() * (8 + std::mem::size_of::<V>() + 1),
+        }
     }
 }
 
-/// The counting pass's result: how many pairs of each context have each S.
-#[derive(Debug, Default)]
-pub struct TestCounts {
-    cells: Cells<u64>,
-    last: Option<(Context, u32)>,
+/// Per context, its values by S, with the last context looked up
+/// remembered (consecutive pairs mostly share one).
+#[derive(Debug)]
+struct Cells<V> {
+    /// Contexts of pairs of two classed genes, by class pair.
+    fixed: Vec<Option<(PairStats, Store<V>)>>,
+    /// Contexts of the other pairs.
+    index: WordMap<Context, u32>,
+    dynamic: Vec<(PairStats, Store<V>)>,
+    /// Cells left to keep densely.
+    dense_left: usize,
 }
 
-impl TestCounts {
-    /// Counts one pair of numerator `s` and statistics `stats`.
+impl<V: Copy + Default + PartialEq> Cells<V> {
+    fn new(contexts: &ContextIndex) -> Self {
+        Cells {
+            fixed: (0..contexts.classes * contexts.classes)
+                .map(|_| None)
+                .collect(),
+            index: WordMap::default(),
+            dynamic: Vec::new(),
+            dense_left: DENSE_BUDGET,
+        }
+    }
+
+    /// An empty store for pairs of `n` samples.
+    fn store(&mut self, n: usize) -> Store<V> {
+        let n0 = (n * n.saturating_sub(1) / 2) as i64;
+        let range = 2 * n0 as usize + 1;
+        if range <= DENSE_MAX_RANGE && range <= self.dense_left {
+            self.dense_left -= range;
+            Store::Dense {
+                offset: n0,
+                values: vec![V::default(); range],
+            }
+        } else {
+            Store::Sparse(WordMap::default())
+        }
+    }
+
+    /// The store of pair (i, j) with statistics `stats`, created if new.
     #[inline]
-    fn add(&mut self, stats: &PairStats, s: i64) {
+    fn store_mut(
+        &mut self,
+        contexts: &ContextIndex,
+        last: &mut LastContext,
+        (i, j): (usize, usize),
+        stats: &PairStats,
+    ) -> &mut Store<V> {
+        if let Some(slot) = contexts.fixed(i, j) {
+            if self.fixed[slot].is_none() {
+                let store = self.store(stats.n);
+                self.fixed[slot] = Some((*stats, store));
+            }
+            return match &mut self.fixed[slot] {
+                Some((_, store)) => store,
+                None => unreachable!("created above"),
+            };
+        }
         let context = Context::of(stats);
-        let slot = match self.cells.slot(&mut self.last, context) {
-            Some(slot) => slot,
-            None => {
-                let slot = self.cells.contexts.len() as u32;
-                self.cells.index.insert(context, slot);
-                self.cells.contexts.push((*stats, WordMap::default()));
-                self.last = Some((context, slot));
+        let slot = match last {
+            Some((c, slot)) if *c == context => *slot,
+            _ => {
+                let slot = match self.index.get(&context) {
+                    Some(&slot) => slot,
+                    None => {
+                        let slot = self.dynamic.len() as u32;
+                        let store = self.store(stats.n);
+                        self.index.insert(context, slot);
+                        self.dynamic.push((*stats, store));
+                        slot
+                    }
+                };
+                *last = Some((context, slot));
                 slot
             }
         };
-        *self.cells.contexts[slot as usize].1.entry(s).or_default() += 1;
+        &mut self.dynamic[slot as usize].1
+    }
+
+    /// The store of pair (i, j) with statistics `stats`, if it has one.
+    #[inline]
+    fn store_of(
+        &self,
+        contexts: &ContextIndex,
+        last: &mut LastContext,
+        (i, j): (usize, usize),
+        stats: &PairStats,
+    ) -> Option<&Store<V>> {
+        if let Some(slot) = contexts.fixed(i, j) {
+            return self.fixed[slot].as_ref().map(|(_, store)| store);
+        }
+        let context = Context::of(stats);
+        let slot = match last {
+            Some((c, slot)) if *c == context => *slot,
+            _ => {
+                let slot = *self.index.get(&context)?;
+                *last = Some((context, slot));
+                slot
+            }
+        };
+        Some(&self.dynamic[slot as usize].1)
+    }
+
+    /// Every context: (slot, its statistics, its store); fixed slots first.
+    fn contexts(&self) -> impl Iterator<Item = (Slot, &PairStats, &Store<V>)> {
+        let fixed = self
+            .fixed
+            .iter()
+            .enumerate()
+            .filter_map(|(k, c)| c.as_ref().map(|(st, store)| (Slot::Fixed(k), st, store)));
+        let dynamic = self
+            .dynamic
+            .iter()
+            .enumerate()
+            .map(|(k, (st, store))| (Slot::Dynamic(k), st, store));
+        fixed.chain(dynamic)
+    }
+
+    fn bytes(&self) -> usize {
+        let per = std::mem::size_of::<Option<(PairStats, Store<V>)>>();
+        self.fixed.len() * per
+            + self.dynamic.len() * (per + std::mem::size_of::<(Context, u32)>() + 8)
+            + self
+                .contexts()
+                .map(|(_, _, store)| store.bytes())
+                .sum::<usize>()
+    }
+}
+
+/// Where a context's store is.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Fixed(usize),
+    Dynamic(usize),
+}
+
+/// The counting pass's result: how many pairs of each context have each S.
+#[derive(Debug)]
+pub struct TestCounts {
+    cells: Cells<u64>,
+    last: LastContext,
+}
+
+impl TestCounts {
+    /// No pairs counted yet.
+    pub fn new(contexts: &ContextIndex) -> Self {
+        TestCounts {
+            cells: Cells::new(contexts),
+            last: None,
+        }
+    }
+
+    /// Counts one pair (i, j) of numerator `s` and statistics `stats`.
+    #[inline]
+    fn add(&mut self, contexts: &ContextIndex, pair: (usize, usize), stats: &PairStats, s: i64) {
+        self.add_count(contexts, pair, stats, s, 1);
+    }
+
+    #[inline]
+    fn add_count(
+        &mut self,
+        contexts: &ContextIndex,
+        pair: (usize, usize),
+        stats: &PairStats,
+        s: i64,
+        count: u64,
+    ) {
+        *self
+            .cells
+            .store_mut(contexts, &mut self.last, pair, stats)
+            .entry(s) += count;
     }
 
     /// Adds the counts of `other`.
-    fn merge(mut self, other: TestCounts) -> TestCounts {
-        if self.cells.contexts.len() < other.cells.contexts.len() {
-            return other.merge(self);
-        }
-        for (stats, cells) in other.cells.contexts {
-            let context = Context::of(&stats);
-            let slot = match self.cells.index.get(&context) {
-                Some(&slot) => slot as usize,
-                None => {
-                    self.cells
-                        .index
-                        .insert(context, self.cells.contexts.len() as u32);
-                    self.cells.contexts.push((stats, WordMap::default()));
-                    self.cells.contexts.len() - 1
+    fn merge(mut self, contexts: &ContextIndex, other: TestCounts) -> TestCounts {
+        for (slot, stats, store) in other.cells.contexts() {
+            let into = match slot {
+                Slot::Fixed(k) => {
+                    if self.cells.fixed[k].is_none() {
+                        let store = self.cells.store(stats.n);
+                        self.cells.fixed[k] = Some((*stats, store));
+                    }
+                    match &mut self.cells.fixed[k] {
+                        Some((_, store)) => store,
+                        None => unreachable!("created above"),
+                    }
+                }
+                Slot::Dynamic(_) => {
+                    // Any pair key reaches the hashed contexts for a pair with gaps:
+                    // the statistics decide.
+                    let context = Context::of(stats);
+                    let k = match self.cells.index.get(&context) {
+                        Some(&k) => k as usize,
+                        None => {
+                            let store = self.cells.store(stats.n);
+                            self.cells
+                                .index
+                                .insert(context, self.cells.dynamic.len() as u32);
+                            self.cells.dynamic.push((*stats, store));
+                            self.cells.dynamic.len() - 1
+                        }
+                    };
+                    &mut self.cells.dynamic[k].1
                 }
             };
-            let into = &mut self.cells.contexts[slot].1;
-            for (s, count) in cells {
-                *into.entry(s).or_default() += count;
+            for (s, count) in store.cells() {
+                *into.entry(s) += count;
             }
         }
+        let _ = contexts;
         self.last = None;
         self
     }
 
     /// Distinct (context, S) cells counted.
     pub fn cells(&self) -> usize {
-        self.cells.cell_count()
+        self.cells
+            .contexts()
+            .map(|(_, _, store)| store.cells().len())
+            .sum()
     }
 
     /// Pairs counted.
     pub fn pairs(&self) -> u64 {
         self.cells
-            .contexts
-            .iter()
-            .flat_map(|(_, cells)| cells.values())
+            .contexts()
+            .flat_map(|(_, _, store)| store.cells())
+            .map(|(_, count)| count)
             .sum()
     }
 }
@@ -265,16 +509,18 @@ pub struct CountingPass<'a> {
 impl CountingPass<'_> {
     /// Counts every pair of the matrix that shares at least `min_periods`
     /// samples, by context and S, on rayon's threads.
-    pub fn run(&self) -> Result<TestCounts> {
+    pub fn run(&self) -> Result<(ContextIndex, TestCounts)> {
         let m = self.matrix;
-        // Several chunks per thread, so that a slow one does not hold the rest.
-        let chunks = (rayon::current_num_threads() * 4).max(1);
+        let contexts = ContextIndex::new(m);
+        // A few chunks per thread, so that a slow one does not hold the rest.
+        let chunks = (rayon::current_num_threads() * 2).max(1);
         let work = WorkSplit::tiles(m.genes(), self.tile_size, chunks);
         let stopped = || {
             self.stop
                 .as_ref()
                 .is_some_and(|f| f.load(Ordering::Relaxed))
         };
+        let contexts_ref = &contexts;
         let counts = (0..chunks)
             .into_par_iter()
             .map(|chunk| -> Result<TestCounts> {
@@ -282,7 +528,7 @@ impl CountingPass<'_> {
                     PairKernel::new(self.kernel, m.samples(), self.isa, self.planes.clone())?;
                 let mut cursor = work.cursor(chunk);
                 let mut pending: Vec<PairNumerator> = Vec::new();
-                let mut counts = TestCounts::default();
+                let mut counts = TestCounts::new(contexts_ref);
                 while let Some((rows, cols)) = cursor.next_block(&work, m, 1 << 14) {
                     if stopped() {
                         return Err(DataFusionError::Execution(format!(
@@ -293,22 +539,27 @@ impl CountingPass<'_> {
                     pending.clear();
                     kernel.block(m, &cursor.rows()[rows], cols, &mut pending);
                     for p in &pending {
-                        let stats = m.pair_stats(p.i as usize, p.j as usize);
+                        let pair = (p.i as usize, p.j as usize);
+                        let stats = m.pair_stats(pair.0, pair.1);
                         if stats.n >= self.min_periods {
-                            counts.add(&stats, p.s);
+                            counts.add(contexts_ref, pair, &stats, p.s);
                         }
                     }
                 }
                 Ok(counts)
             })
-            .try_reduce(TestCounts::default, |a, b| Ok(a.merge(b)))?;
-        Ok(counts)
+            .try_reduce(
+                || TestCounts::new(contexts_ref),
+                |a, b| Ok(a.merge(contexts_ref, b)),
+            )?;
+        Ok((contexts, counts))
     }
 }
 
 /// The q-value of every cell: each pair's `q_value` by its context and S.
 #[derive(Debug)]
 pub struct QValues {
+    contexts: ContextIndex,
     cells: Cells<f64>,
     /// Tests in the family (pairs with a p-value that is a number).
     tests: u64,
@@ -318,13 +569,28 @@ pub struct QValues {
 impl QValues {
     /// Adjusts the p-values of the counted pairs (`pvalues` computes them
     /// as the `p_value` column does).
-    pub fn new(counts: TestCounts, pvalues: &PValues, method: FdrMethod) -> Self {
-        // Every cell's p-value, once.
-        let mut cells: Vec<(f64, u64, u32, i64)> = Vec::with_capacity(counts.cells());
+    pub fn new(
+        contexts: ContextIndex,
+        counts: TestCounts,
+        pvalues: &PValues,
+        method: FdrMethod,
+    ) -> Self {
+        // The q-values' stores, laid out as the counts'.
+        let mut q = Cells::<f64>::new(&contexts);
+        // Every cell's p-value, once: (p, pairs, where).
+        let mut cells: Vec<(f64, u64, Slot, i64)> = Vec::new();
         let mut nan_cells = Vec::new();
-        let mut contexts = Vec::with_capacity(counts.cells.contexts.len());
-        for (slot, (stats, counted)) in counts.cells.contexts.into_iter().enumerate() {
-            for (&s, &count) in &counted {
+        for (slot, stats, store) in counts.cells.contexts() {
+            let empty = q.store(stats.n);
+            match slot {
+                Slot::Fixed(k) => q.fixed[k] = Some((*stats, empty)),
+                Slot::Dynamic(k) => {
+                    debug_assert_eq!(k, q.dynamic.len());
+                    q.index.insert(Context::of(stats), k as u32);
+                    q.dynamic.push((*stats, empty));
+                }
+            }
+            for (s, count) in store.cells() {
                 let p = pvalues.p_value(
                     stats.n,
                     s,
@@ -332,12 +598,11 @@ impl QValues {
                     (stats.v, stats.v_variance),
                 );
                 if p.is_nan() {
-                    nan_cells.push((slot as u32, s));
+                    nan_cells.push((slot, s));
                 } else {
-                    cells.push((p, count, slot as u32, s));
+                    cells.push((p, count, slot, s));
                 }
             }
-            contexts.push((stats, WordMap::<i64, f64>::default()));
         }
         let tests: u64 = cells.iter().map(|c| c.1).sum();
         cells.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
@@ -364,23 +629,30 @@ impl QValues {
             groups.push((g, start, end));
             start = end;
         }
+        let mut set = |slot: Slot, s: i64, value: f64| {
+            let store = match slot {
+                Slot::Fixed(k) => q.fixed[k].as_mut().map(|(_, store)| store),
+                Slot::Dynamic(k) => q.dynamic.get_mut(k).map(|(_, store)| store),
+            };
+            if let Some(store) = store {
+                *store.entry(s) = value;
+            }
+        };
         // q = min(1, min of g from this group on): a running minimum from the top.
         let mut running = f64::INFINITY;
         for &(g, start, end) in groups.iter().rev() {
             running = running.min(g);
-            let q = if running > 1.0 { 1.0 } else { running.max(0.0) };
+            let value = if running > 1.0 { 1.0 } else { running.max(0.0) };
             for &(_, _, slot, s) in &cells[start..end] {
-                contexts[slot as usize].1.insert(s, q);
+                set(slot, s, value);
             }
         }
         for (slot, s) in nan_cells {
-            contexts[slot as usize].1.insert(s, f64::NAN);
+            set(slot, s, f64::NAN);
         }
         QValues {
-            cells: Cells {
-                index: counts.cells.index,
-                contexts,
-            },
+            contexts,
+            cells: q,
             tests,
             method,
         }
@@ -396,30 +668,25 @@ impl QValues {
         self.method
     }
 
-    /// Cells kept (for memory accounting).
-    pub fn cells(&self) -> usize {
-        self.cells.cell_count()
-    }
-
-    /// Bytes the cells take, roughly (hash tables at their capacity).
+    /// Bytes the q-values take, roughly.
     pub fn bytes(&self) -> usize {
-        let per_context = std::mem::size_of::<(PairStats, WordMap<i64, f64>)>()
-            + std::mem::size_of::<(Context, u32)>();
-        self.cells
-            .contexts
-            .iter()
-            .map(|(_, cells)| cells.capacity() * 24 + per_context)
-            .sum()
+        self.cells.bytes() + self.contexts.class.len() * 4
     }
 
-    /// The q-value of a pair of numerator `s` and statistics `stats`
-    /// (NaN when its p-value is NaN; `last` remembers the last context
-    /// between calls of one stream).
+    /// The q-value of pair (i, j) of numerator `s` and statistics `stats`
+    /// (NaN when its p-value is NaN; `last` remembers the last hashed
+    /// context between calls of one stream).
     #[inline]
-    pub fn q_value(&self, last: &mut Option<(Context, u32)>, stats: &PairStats, s: i64) -> f64 {
+    pub fn q_value(
+        &self,
+        last: &mut LastContext,
+        pair: (usize, usize),
+        stats: &PairStats,
+        s: i64,
+    ) -> f64 {
         self.cells
-            .slot(last, Context::of(stats))
-            .and_then(|slot| self.cells.contexts[slot as usize].1.get(&s).copied())
+            .store_of(&self.contexts, last, pair, stats)
+            .and_then(|store| store.get(s))
             .unwrap_or(f64::NAN)
     }
 }
@@ -490,11 +757,18 @@ mod tests {
     fn cells_give_scipys_q_values() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
-        let pvalues = PValues::new(crate::kernel::pvalue::PValueMethod::Auto, 40);
+        let pvalues = PValues::new(crate::kernel::pvalue::PValueMethod::Auto, 400);
+        // No gene classes: every context hashed (the classed path is the
+        // one of the SQL tests on complete data).
+        let contexts = ContextIndex {
+            class: vec![u32::MAX; 2],
+            classes: 0,
+        };
         for &by in &[false, true] {
-            for n in [5usize, 12, 40] {
-                let n0 = (n * (n - 1) / 2) as i64;
-                let mut counts = TestCounts::default();
+            // 12 and 40: dense stores; 400: S's range is kept in a map.
+            for n in [5usize, 12, 40, 400] {
+                let mut counts = TestCounts::new(&contexts);
+                let mut other = TestCounts::new(&contexts);
                 let mut pairs = Vec::new();
                 for k in 0..500 {
                     // Two contexts (all samples, and two fewer), skewed S.
@@ -502,12 +776,23 @@ mod tests {
                     let n0 = (st.n * (st.n - 1) / 2) as i64;
                     let s = (rng.random_range(-n0..=n0) + rng.random_range(0..=n0)) / 2;
                     let s = s - (s - n0).rem_euclid(2); // S has n0's parity without ties
-                    counts.add(&st, s);
+                    // Counted in two halves, merged as partitions are.
+                    let into = if k % 2 == 0 { &mut counts } else { &mut other };
+                    into.add(&contexts, (0, 1), &st, s);
                     pairs.push((st, s));
                 }
-                let _ = n0;
+                let counts = counts.merge(&contexts, other);
+                assert_eq!(counts.pairs(), 500);
                 let method = if by { FdrMethod::By } else { FdrMethod::Bh };
-                let q = QValues::new(counts, &pvalues, method);
+                let q = QValues::new(
+                    ContextIndex {
+                        class: vec![u32::MAX; 2],
+                        classes: 0,
+                    },
+                    counts,
+                    &pvalues,
+                    method,
+                );
                 let ps: Vec<f64> = pairs
                     .iter()
                     .map(|(st, s)| {
@@ -518,7 +803,7 @@ mod tests {
                 assert_eq!(q.tests(), 500);
                 let mut last = None;
                 for ((st, s), e) in pairs.iter().zip(&expected) {
-                    let got = q.q_value(&mut last, st, *s);
+                    let got = q.q_value(&mut last, (0, 1), st, *s);
                     assert!(
                         (got - e).abs() <= 1e-12 * e.abs(),
                         "n={n} by={by}: {got} vs {e}"
