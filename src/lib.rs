@@ -28,7 +28,8 @@
 //! partition computes a contiguous, pair-balanced range of tiles with a
 //! per-pair [`kernel`] and streams `(gene_i, gene_j, tau)` batches
 //! ([`exec`]), applying pushed-down filters on `tau` ([`filter`]) before a
-//! pair becomes a row.
+//! pair becomes a row. `q_value`, the p-value adjusted for the false
+//! discovery rate over all pairs, comes from a counting pass ([`fdr`]).
 
 /// Implements DataFusion's `ConfigField` for an option enum parsed by
 /// `FromStr` (defined before the modules so that all of them can use it).

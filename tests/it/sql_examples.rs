@@ -95,6 +95,19 @@ fn sql_examples_run() {
             "'{needle}' missing from:\n{outputs}"
         );
     }
+    // sql/fdr.sql: edges at 5 % FDR (BH, then BY) over all 1,999,000 pairs,
+    // the strongest with its q-value (scipy's false_discovery_control gives
+    // the same numbers for this matrix's p-values).
+    for needle in [
+        "| 1089266 | 0.02712127719415562 |",
+        "| 200088_x_at | 200809_x_at | 0.8943905171239965 | 8.920503833175741e-23  | 1.7832087162518306e-16 |",
+        "| 692322   |",
+    ] {
+        assert!(
+            outputs.contains(needle),
+            "'{needle}' missing from:\n{outputs}"
+        );
+    }
     assert!(scratch.path().join("demo_expression.tsv.gz").exists());
     assert!(scratch.path().join("network.parquet").exists());
     assert!(scratch.path().join("network.csv").exists());
