@@ -175,13 +175,25 @@ pub(crate) async fn plan_scan(
     let config = state.config_options();
     let options = KendallOptions::from_config(config);
     let source = input::source::resolve(state, source, options.format).await?;
+    // A 10x directory is sparse triples: the long layout, absent entries 0.
+    let (layout, absent) = if source.tenx {
+        if !names.is_empty() {
+            return plan_err!(
+                "{FN_NAME}: {} takes no column names (its columns are gene, sample, value)",
+                source.what
+            );
+        }
+        (input::Layout::Long, input::Absent::Zero)
+    } else {
+        (options.layout, options.absent)
+    };
     let spec = input::inspect(
         &source.what,
         &source.provider.schema(),
-        options.layout,
+        layout,
         names,
         options.missing,
-        options.absent,
+        absent,
     )?;
     // The row count, when the source knows it exactly (Parquet footers,
     // a memory table): the shape is then known before anything is read.

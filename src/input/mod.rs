@@ -20,6 +20,7 @@ mod rank;
 mod read;
 pub mod source;
 mod stores;
+pub mod tenx;
 mod values;
 
 pub use layouts::{Absent, Layout};

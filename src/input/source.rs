@@ -75,20 +75,33 @@ pub struct Resolved {
     pub provider: Arc<dyn TableProvider>,
     /// How errors name it: `table 'expr'` or `'data/expr.tsv.gz'`.
     pub what: String,
+    /// A 10x Genomics matrix directory: (gene, sample, value) triples,
+    /// read with the `long` layout and absent entries as zero.
+    pub tenx: bool,
 }
 
 /// The table `source` names: a table or view registered in the session, else
-/// the files at the location `source` (format as `format` says).
+/// a 10x Genomics matrix directory (see [`super::tenx`]), else the files at
+/// the location `source` (format as `format` says).
 pub async fn resolve(state: &dyn Session, source: &str, format: InputFormat) -> Result<Resolved> {
     if let Some(provider) = registered(state, source).await? {
         return Ok(Resolved {
             provider,
             what: format!("table '{source}'"),
+            tenx: false,
+        });
+    }
+    if let Some(files) = super::tenx::detect(source)? {
+        return Ok(Resolved {
+            provider: Arc::new(super::tenx::TenxTable::try_new(files)?),
+            what: format!("10x directory '{source}'"),
+            tenx: true,
         });
     }
     Ok(Resolved {
         provider: listing(state, source, format).await?,
         what: format!("'{source}'"),
+        tenx: false,
     })
 }
 

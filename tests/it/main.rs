@@ -20,4 +20,5 @@ mod shell;
 mod sql;
 mod sql_examples;
 mod stores;
+mod tenx;
 mod top_partners;

@@ -11,15 +11,7 @@ fn sql_examples_run() {
     // runs as a child process there: tests share this process, and its
     // working directory must not change under them.
     let scratch = tempfile::tempdir().unwrap();
-    std::fs::create_dir(scratch.path().join("data")).unwrap();
-    for entry in std::fs::read_dir(root.join("data")).unwrap() {
-        let path = entry.unwrap().path();
-        std::fs::copy(
-            &path,
-            scratch.path().join("data").join(path.file_name().unwrap()),
-        )
-        .unwrap();
-    }
+    copy_dir(&root.join("data"), &scratch.path().join("data"));
 
     let mut files: Vec<_> = std::fs::read_dir(root.join("sql"))
         .unwrap()
@@ -111,4 +103,18 @@ fn sql_examples_run() {
     assert!(scratch.path().join("demo_expression.tsv.gz").exists());
     assert!(scratch.path().join("network.parquet").exists());
     assert!(scratch.path().join("network.csv").exists());
+}
+
+/// Copies the directory `from` (files and subdirectories) to `to`.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
 }

@@ -1,0 +1,640 @@
+//! 10x Genomics matrix directories (Cell Ranger's `filtered_feature_bc_matrix/`):
+//! `matrix.mtx`, `features.tsv` (or `genes.tsv`) and `barcodes.tsv`, each
+//! plain or gzip-compressed, as an input.
+//!
+//! The MatrixMarket file is a sparse coordinate matrix of counts with
+//! features (genes) as rows and barcodes (cells) as columns; entries not
+//! listed are 0. The directory becomes a table of `(gene, sample, value)`
+//! triples, which the `long` layout reads with absent entries as 0 (the
+//! layout and `kendall.absent = 'zero'` are implied). Gene ids are the
+//! first column of `features.tsv`, sample ids the barcodes. Genes come in the
+//! order of `features.tsv`; a gene or cell without any entry (all zeros) is
+//! kept, as one explicit zero.
+//!
+//! The size line and the lengths of `features.tsv` and `barcodes.tsv` are
+//! checked when the query is planned; the entries are read when the input is
+//! loaded. A malformed file (bad header, an index out of range, fewer or more
+//! entries than the size line says, a features or barcodes file of the
+//! wrong length) is an error naming the file and the line.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{ArrayRef, Float64Array, StringViewBuilder};
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::record_batch::RecordBatch;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::{Expr, TableType};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
+
+use super::FN_NAME;
+
+/// Rows per batch of triples.
+const BATCH_ROWS: usize = 1 << 16;
+
+/// The three files of a 10x matrix directory.
+#[derive(Debug, Clone)]
+pub struct TenxFiles {
+    /// The directory as the query named it.
+    pub dir: String,
+    matrix: PathBuf,
+    features: PathBuf,
+    barcodes: PathBuf,
+}
+
+/// The 10x files in `location`, when it is a local directory holding
+/// `matrix.mtx[.gz]`; `None` for anything else. An error when the matrix is
+/// there but a companion file is not.
+pub fn detect(location: &str) -> Result<Option<TenxFiles>> {
+    let path = location.strip_prefix("file://").unwrap_or(location);
+    let dir = Path::new(path);
+    if !dir.is_dir() {
+        return Ok(None);
+    }
+    let find = |names: &[&str]| {
+        names
+            .iter()
+            .flat_map(|n| [dir.join(n), dir.join(format!("{n}.gz"))])
+            .find(|p| p.is_file())
+    };
+    let Some(matrix) = find(&["matrix.mtx"]) else {
+        return Ok(None);
+    };
+    let features = find(&["features.tsv", "genes.tsv"]).ok_or_else(|| {
+        error(format!(
+            "10x directory '{location}' has {} but no features.tsv(.gz) or genes.tsv(.gz)",
+            file_name(&matrix)
+        ))
+    })?;
+    let barcodes = find(&["barcodes.tsv"]).ok_or_else(|| {
+        error(format!(
+            "10x directory '{location}' has {} but no barcodes.tsv(.gz)",
+            file_name(&matrix)
+        ))
+    })?;
+    Ok(Some(TenxFiles {
+        dir: location.to_string(),
+        matrix,
+        features,
+        barcodes,
+    }))
+}
+
+fn error(msg: String) -> DataFusionError {
+    DataFusionError::Execution(format!("{FN_NAME}: {msg}"))
+}
+
+fn file_name(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// The lines of a plain or gzip-compressed text file.
+fn lines(path: &Path) -> Result<Box<dyn BufRead + Send>> {
+    let file =
+        File::open(path).map_err(|e| error(format!("cannot open {}: {e}", file_name(path))))?;
+    let gz = path.extension().is_some_and(|e| e == "gz");
+    Ok(if gz {
+        Box::new(BufReader::new(flate2::read::MultiGzDecoder::new(file)))
+    } else {
+        Box::new(BufReader::new(file))
+    })
+}
+
+/// Reads line `k` (1-based, for messages) of `path` into `buf`; false at the end.
+fn next_line(reader: &mut dyn BufRead, buf: &mut String, path: &Path, k: usize) -> Result<bool> {
+    buf.clear();
+    match reader.read_line(buf) {
+        Ok(0) => Ok(false),
+        Ok(_) => Ok(true),
+        Err(e) => Err(error(format!(
+            "{} line {k}: cannot read: {e}",
+            file_name(path)
+        ))),
+    }
+}
+
+/// The first tab-separated field of each line of a features or barcodes file.
+fn ids(path: &Path) -> Result<Vec<String>> {
+    let mut reader = lines(path)?;
+    let mut buf = String::new();
+    let mut out = Vec::new();
+    while next_line(&mut *reader, &mut buf, path, out.len() + 1)? {
+        let id = buf
+            .trim_end_matches(['\n', '\r'])
+            .split('\t')
+            .next()
+            .unwrap_or("");
+        if id.is_empty() {
+            return Err(error(format!(
+                "{} line {}: empty id",
+                file_name(path),
+                out.len() + 1
+            )));
+        }
+        out.push(id.to_string());
+    }
+    Ok(out)
+}
+
+/// What the header and size line of a MatrixMarket file say.
+#[derive(Debug, Clone, Copy)]
+struct MtxHeader {
+    rows: usize,
+    cols: usize,
+    entries: usize,
+    /// `pattern` matrices list positions only (value 1).
+    pattern: bool,
+    /// Line number of the size line.
+    size_line: usize,
+}
+
+/// Reads the header and size line, leaving `reader` at the first entry.
+fn header(reader: &mut dyn BufRead, path: &Path) -> Result<MtxHeader> {
+    let mut buf = String::new();
+    let name = file_name(path);
+    if !next_line(reader, &mut buf, path, 1)? {
+        return Err(error(format!(
+            "{name} is empty; expected a MatrixMarket header"
+        )));
+    }
+    let words: Vec<String> = buf
+        .split_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let ok = words.len() == 5
+        && words[0] == "%%matrixmarket"
+        && words[1] == "matrix"
+        && words[2] == "coordinate"
+        && matches!(words[3].as_str(), "integer" | "real" | "pattern")
+        && words[4] == "general";
+    if !ok {
+        return Err(error(format!(
+            "{name} line 1: expected '%%MatrixMarket matrix coordinate integer|real|pattern general', got '{}'",
+            buf.trim()
+        )));
+    }
+    let pattern = words[3] == "pattern";
+    let mut k = 1;
+    loop {
+        k += 1;
+        if !next_line(reader, &mut buf, path, k)? {
+            return Err(error(format!("{name} ends before its size line")));
+        }
+        let line = buf.trim();
+        if line.is_empty() || line.starts_with('%') {
+            continue;
+        }
+        let nums: Vec<Option<usize>> = line.split_whitespace().map(|w| w.parse().ok()).collect();
+        return match nums.as_slice() {
+            [Some(rows), Some(cols), Some(entries)] => Ok(MtxHeader {
+                rows: *rows,
+                cols: *cols,
+                entries: *entries,
+                pattern,
+                size_line: k,
+            }),
+            _ => Err(error(format!(
+                "{name} line {k}: expected the size line 'rows columns entries', got '{line}'"
+            ))),
+        };
+    }
+}
+
+/// The directory's ids, checked against the matrix's size line.
+#[derive(Debug)]
+struct Shape {
+    genes: Vec<String>,
+    cells: Vec<String>,
+    header: MtxHeader,
+}
+
+fn shape(files: &TenxFiles) -> Result<Shape> {
+    let mut reader = lines(&files.matrix)?;
+    let header = header(&mut *reader, &files.matrix)?;
+    let genes = ids(&files.features)?;
+    let cells = ids(&files.barcodes)?;
+    let matrix = file_name(&files.matrix);
+    for (ids, what, path) in [
+        (&genes, "rows", &files.features),
+        (&cells, "columns", &files.barcodes),
+    ] {
+        let want = if what == "rows" {
+            header.rows
+        } else {
+            header.cols
+        };
+        if ids.len() != want {
+            return Err(error(format!(
+                "{} has {} lines, but {matrix} (line {}) has {want} {what}",
+                file_name(path),
+                ids.len(),
+                header.size_line
+            )));
+        }
+    }
+    Ok(Shape {
+        genes,
+        cells,
+        header,
+    })
+}
+
+/// Every entry of the matrix as `(gene, cell, value)` triples, genes in
+/// file order, with one explicit zero for a gene or cell that has none.
+fn read_triples(files: &TenxFiles) -> Result<Vec<RecordBatch>> {
+    let Shape {
+        genes,
+        cells,
+        header,
+    } = shape(files)?;
+    let path = &files.matrix;
+    let name = file_name(path);
+    let mut reader = lines(path)?;
+    // Skip to the entries.
+    let _ = self::header(&mut *reader, path)?;
+    let mut entries: Vec<(u32, u32, f64)> = Vec::with_capacity(header.entries.min(1 << 26));
+    let mut buf = String::new();
+    let mut k = header.size_line;
+    loop {
+        k += 1;
+        if !next_line(&mut *reader, &mut buf, path, k)? {
+            break;
+        }
+        let line = buf.trim();
+        if line.is_empty() || line.starts_with('%') {
+            continue;
+        }
+        let mut words = line.split_whitespace();
+        let mut index = |what: &str, max: usize| -> Result<u32> {
+            let w = words.next().unwrap_or("");
+            match w.parse::<usize>() {
+                Ok(x) if (1..=max).contains(&x) => Ok((x - 1) as u32),
+                Ok(x) => Err(error(format!(
+                    "{name} line {k}: {what} index {x} out of range 1..={max}"
+                ))),
+                Err(_) => Err(error(format!(
+                    "{name} line {k}: expected 'row column value', got '{line}'"
+                ))),
+            }
+        };
+        let row = index("row", header.rows)?;
+        let col = index("column", header.cols)?;
+        let value = if header.pattern {
+            1.0
+        } else {
+            let w = words.next().unwrap_or("");
+            w.parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite())
+                .ok_or_else(|| {
+                    error(format!(
+                        "{name} line {k}: expected a number as the value, got '{w}'"
+                    ))
+                })?
+        };
+        if entries.len() == header.entries {
+            return Err(error(format!(
+                "{name} line {k}: more entries than the {} its size line (line {}) says",
+                header.entries, header.size_line
+            )));
+        }
+        entries.push((row, col, value));
+    }
+    if entries.len() != header.entries {
+        return Err(error(format!(
+            "{name} has {} entries, but its size line (line {}) says {}",
+            entries.len(),
+            header.size_line,
+            header.entries
+        )));
+    }
+    // Genes and cells without entries get one explicit zero.
+    let (mut gene_seen, mut cell_seen) = (vec![false; header.rows], vec![false; header.cols]);
+    for &(r, c, _) in &entries {
+        gene_seen[r as usize] = true;
+        cell_seen[c as usize] = true;
+    }
+    for (r, _) in gene_seen.iter().enumerate().filter(|(_, s)| !**s) {
+        entries.push((r as u32, 0, 0.0));
+    }
+    for (c, _) in cell_seen.iter().enumerate().filter(|(_, s)| !**s) {
+        entries.push((0, c as u32, 0.0));
+    }
+    // Gene order is features.tsv's (the long layout numbers genes as met).
+    entries.sort_by_key(|&(r, c, _)| (r, c));
+    let mut batches = Vec::with_capacity(entries.len().div_ceil(BATCH_ROWS));
+    for chunk in entries.chunks(BATCH_ROWS) {
+        let strings = |ids: &[String], pick: &dyn Fn(&(u32, u32, f64)) -> u32| -> ArrayRef {
+            let mut b = StringViewBuilder::with_capacity(chunk.len()).with_deduplicate_strings();
+            for e in chunk {
+                b.append_value(&ids[pick(e) as usize]);
+            }
+            Arc::new(b.finish()) as ArrayRef
+        };
+        let gene = strings(&genes, &|e| e.0);
+        let cell = strings(&cells, &|e| e.1);
+        let value: ArrayRef = Arc::new(Float64Array::from_iter_values(chunk.iter().map(|e| e.2)));
+        batches.push(RecordBatch::try_new(schema(), vec![gene, cell, value])?);
+    }
+    Ok(batches)
+}
+
+/// `gene`, `sample`, `value`: the long layout's default column names.
+fn schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("gene", DataType::Utf8View, false),
+        Field::new("sample", DataType::Utf8View, false),
+        Field::new("value", DataType::Float64, false),
+    ]))
+}
+
+/// A 10x matrix directory as a table of `(gene, sample, value)` triples.
+#[derive(Debug)]
+pub struct TenxTable {
+    files: TenxFiles,
+}
+
+impl TenxTable {
+    /// The table over `files`, its shape checked now (the header, size line
+    /// and the lengths of the features and barcodes files).
+    pub fn try_new(files: TenxFiles) -> Result<Self> {
+        shape(&files)?;
+        Ok(Self { files })
+    }
+}
+
+#[async_trait]
+impl TableProvider for TenxTable {
+    fn schema(&self) -> SchemaRef {
+        schema()
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let projection = projection.cloned().unwrap_or_else(|| vec![0, 1, 2]);
+        let schema = Arc::new(schema().project(&projection)?);
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(Arc::clone(&schema)),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Final,
+            Boundedness::Bounded,
+        );
+        Ok(Arc::new(TenxExec {
+            files: self.files.clone(),
+            projection,
+            schema,
+            properties: Arc::new(properties),
+        }))
+    }
+}
+
+/// Reads a 10x directory's triples (on a blocking thread) when executed.
+#[derive(Debug)]
+pub struct TenxExec {
+    files: TenxFiles,
+    projection: Vec<usize>,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+}
+
+impl DisplayAs for TenxExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "TenxExec: dir='{}', matrix={}",
+            self.files.dir,
+            file_name(&self.files.matrix)
+        )
+    }
+}
+
+impl ExecutionPlan for TenxExec {
+    fn name(&self) -> &str {
+        "TenxExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        _partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let (files, projection) = (self.files.clone(), self.projection.clone());
+        let read = async move {
+            let batches = tokio::task::spawn_blocking(move || read_triples(&files))
+                .await
+                .map_err(|e| error(format!("reading the 10x directory failed: {e}")))??;
+            let batches: Result<Vec<RecordBatch>> = batches
+                .into_iter()
+                .map(|b| Ok(b.project(&projection)?))
+                .collect();
+            Ok::<_, DataFusionError>(futures::stream::iter(batches?.into_iter().map(Ok)))
+        };
+        let stream = futures::TryStreamExt::try_flatten(futures::stream::once(read));
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.schema),
+            stream,
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::StringViewArray;
+    use std::io::Write;
+
+    fn dir_with(matrix: &str, features: &str, barcodes: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (name, text) in [
+            ("matrix.mtx", matrix),
+            ("features.tsv", features),
+            ("barcodes.tsv", barcodes),
+        ] {
+            File::create(dir.path().join(name))
+                .unwrap()
+                .write_all(text.as_bytes())
+                .unwrap();
+        }
+        dir
+    }
+
+    const HEAD: &str = "%%MatrixMarket matrix coordinate integer general\n%comment\n";
+
+    fn read(dir: &tempfile::TempDir) -> Result<Vec<RecordBatch>> {
+        let files = detect(dir.path().to_str().unwrap())?.expect("a 10x directory");
+        read_triples(&files)
+    }
+
+    #[test]
+    fn triples_in_gene_order_with_empty_genes_and_cells_kept() {
+        let dir = dir_with(
+            &format!("{HEAD}3 3 3\n2 1 5\n1 2 7\n1 1 1\n"),
+            "g1\tA\tGene Expression\ng2\tB\tGene Expression\ng3\tC\tGene Expression\n",
+            "c1\nc2\nc3\n",
+        );
+        let batches = read(&dir).unwrap();
+        let b = &batches[0];
+        let genes: Vec<&str> = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<StringViewArray>()
+            .unwrap()
+            .iter()
+            .map(Option::unwrap)
+            .collect();
+        let cells: Vec<&str> = b
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringViewArray>()
+            .unwrap()
+            .iter()
+            .map(Option::unwrap)
+            .collect();
+        let values = b
+            .column(2)
+            .as_any()
+            .downcast_ref::<Float64Array>()
+            .unwrap()
+            .values()
+            .to_vec();
+        // g3 and c3 have no entries: one explicit zero each.
+        assert_eq!(genes, ["g1", "g1", "g1", "g2", "g3"]);
+        assert_eq!(cells, ["c1", "c2", "c3", "c1", "c1"]);
+        assert_eq!(values, [1.0, 7.0, 0.0, 5.0, 0.0]);
+    }
+
+    #[test]
+    fn malformed_files_name_file_and_line() {
+        let f = "g1\ng2\n";
+        let c = "c1\nc2\n";
+        for (matrix, features, barcodes, needles) in [
+            (
+                "%%MatrixMarket matrix array real general\n2 2\n",
+                f,
+                c,
+                vec!["matrix.mtx line 1", "coordinate"],
+            ),
+            (
+                &format!("{HEAD}2 2 x\n") as &str,
+                f,
+                c,
+                vec!["line 3", "size line"],
+            ),
+            (
+                &format!("{HEAD}2 2 1\n3 1 4\n"),
+                f,
+                c,
+                vec!["line 4", "row index 3 out of range 1..=2"],
+            ),
+            (
+                &format!("{HEAD}2 2 1\n1 0 4\n"),
+                f,
+                c,
+                vec!["line 4", "column index 0"],
+            ),
+            (
+                &format!("{HEAD}2 2 2\n1 1 4\n"),
+                f,
+                c,
+                vec!["has 1 entries", "line 3", "says 2"],
+            ),
+            (
+                &format!("{HEAD}2 2 1\n1 1 4\n2 2 1\n"),
+                f,
+                c,
+                vec!["line 5", "more entries"],
+            ),
+            (
+                &format!("{HEAD}2 2 1\n1 1 four\n"),
+                f,
+                c,
+                vec!["line 4", "'four'"],
+            ),
+            (
+                &format!("{HEAD}2 2 1\n1 1 4\n"),
+                "g1\n",
+                c,
+                vec!["features.tsv has 1 lines", "2 rows", "line 3"],
+            ),
+            (
+                &format!("{HEAD}2 2 1\n1 1 4\n"),
+                f,
+                "c1\nc2\nc3\n",
+                vec!["barcodes.tsv has 3 lines", "2 columns"],
+            ),
+        ] {
+            let dir = dir_with(matrix, features, barcodes);
+            let msg = read(&dir).unwrap_err().to_string();
+            for n in needles {
+                assert!(msg.contains(n), "'{n}' missing from: {msg}");
+            }
+        }
+    }
+
+    #[test]
+    fn gzip_files_and_missing_companions() {
+        let dir = tempfile::tempdir().unwrap();
+        let gz = |name: &str, text: &str| {
+            let mut e = flate2::write::GzEncoder::new(
+                File::create(dir.path().join(name)).unwrap(),
+                flate2::Compression::default(),
+            );
+            e.write_all(text.as_bytes()).unwrap();
+            e.finish().unwrap();
+        };
+        gz("matrix.mtx.gz", &format!("{HEAD}2 2 2\n1 1 3\n2 2 4\n"));
+        gz("features.tsv.gz", "g1\tA\ng2\tB\n");
+        let path = dir.path().to_str().unwrap();
+        let msg = detect(path).unwrap_err().to_string();
+        assert!(msg.contains("no barcodes.tsv"), "{msg}");
+        gz("barcodes.tsv.gz", "c1\nc2\n");
+        let files = detect(path).unwrap().unwrap();
+        let batches = read_triples(&files).unwrap();
+        assert_eq!(batches[0].num_rows(), 2);
+        assert!(detect("tests").unwrap().is_none());
+        assert!(detect("Cargo.toml").unwrap().is_none());
+    }
+}
