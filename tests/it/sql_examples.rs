@@ -100,6 +100,17 @@ fn sql_examples_run() {
             "'{needle}' missing from:\n{outputs}"
         );
     }
+    // sql/single_cell.sql: the 10x directory's 780 pairs (77 with one of
+    // its two all-zero genes), its strongest pair at 1 % FDR.
+    for needle in [
+        "| 780   | 82     | 77                    |",
+        "| ENSG00000000006 | ENSG00000000038 | 0.3614488398340953  | 3.1308696662950594e-8 |",
+    ] {
+        assert!(
+            outputs.contains(needle),
+            "'{needle}' missing from:\n{outputs}"
+        );
+    }
     assert!(scratch.path().join("demo_expression.tsv.gz").exists());
     assert!(scratch.path().join("network.parquet").exists());
     assert!(scratch.path().join("network.csv").exists());
