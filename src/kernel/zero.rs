@@ -66,23 +66,28 @@ use crate::input::RankedMatrix;
 
 /// Where `auto` trades VSE for the zero-inflated kernel: at most this mean
 /// share of samples outside each gene's largest tie group. Measured with
-/// `cargo bench --bench kernels -- 310 1000 2000 20000 zeros=F vse zero
-/// bitset` on a 2-core AMD EPYC Zen 3 (AVX2), pairs/s per core: zero passes
-/// AVX2 VSE near 70 % zeros at every n (n = 2,000: 1.68e4 against 4.11e4 at
-/// 50 %, 4.23e4 against 4.07e4 at 70 %, 8.02e4 against 3.95e4 at 80 %,
-/// 4.95e5 against 3.92e4 at 95 %; n = 20,000 at 95 %: 3.45e4 against
-/// 2.79e3); 25 % leaves a margin.
+/// `cargo bench --bench kernels -- 2000 zeros=F vse zero bitset` (and
+/// 20000) on a 2-core AMD EPYC Zen 5, pairs/s per core: at n = 2,000 zero
+/// passes AVX2 VSE near 68 % zeros and AVX-512 VSE near 72 % (50 %: 2.32e4
+/// against 6.15e4 AVX2 and 8.95e4 AVX-512; 70 %: 7.48e4 against 5.68e4 and
+/// 8.37e4; 80 %: 1.98e5 against 5.60e4 and 8.32e4); at n = 20,000, 80 %:
+/// 1.41e4 against 4.02e3 and 5.86e3. 25 % outside (75 % zeros) keeps a
+/// margin on either instruction set.
 pub const VSE_MAX_OUTSIDE: f64 = 0.25;
 
-/// Where `auto` trades the bit-plane kernel for the zero-inflated one: at
-/// most this mean share outside the largest tie groups, and at least
-/// [`BITSET_MIN_SAMPLES`] samples. Same bench: zero passes AVX2 bitset at
-/// n = 2,000 between 70 and 80 % zeros (8.02e4 against 4.78e4 at 80 %), at
-/// n = 1,000 near 85 % (2.66e5 against 2.45e5), and not at n = 310 even at
-/// 90 % (1.76e6 against 2.50e6).
-pub const BITSET_MAX_OUTSIDE: f64 = 0.10;
+/// Where `auto` trades the bit-plane kernel for the zero-inflated one, by
+/// the number of samples n (none below [`BITSET_MIN_SAMPLES`]): at most
+/// this mean share outside the largest tie groups. Same bench, Zen 5,
+/// AVX-512 bitset (AVX2 bitset is slower, so the rule is safe for it):
+/// n = 2,000: zero passes it between 70 and 80 % zeros (7.48e4 against
+/// 9.22e4 at 70 %, 1.98e5 against 9.46e4 at 80 %): 25 % from n = 2,000;
+/// n = 1,000: between 80 and 90 % (4.56e5 against 9.20e5 at 80 %, 2.31e6
+/// against 9.12e5 at 90 %): 10 % below n = 2,000.
+pub fn bitset_max_outside(samples: usize) -> f64 {
+    if samples >= 2000 { 0.25 } else { 0.10 }
+}
 
-/// See [`BITSET_MAX_OUTSIDE`].
+/// See [`bitset_max_outside`].
 pub const BITSET_MIN_SAMPLES: usize = 1000;
 
 /// Whether `auto` could switch `kernel` for `samples` samples to the
@@ -98,7 +103,7 @@ pub fn may_prefer(kernel: KernelKind, samples: usize) -> bool {
 /// The kernel `auto` runs on `m`, having chosen `kernel` by its shape: the
 /// zero-inflated one when the genes' mean share of samples outside their
 /// largest tie group is at most [`VSE_MAX_OUTSIDE`] (instead of VSE) or
-/// [`BITSET_MAX_OUTSIDE`] (instead of the bit-plane kernel, from
+/// [`bitset_max_outside`] (instead of the bit-plane kernel, from
 /// [`BITSET_MIN_SAMPLES`] samples). Not with missing values, whose pairs
 /// the zero-inflated kernel hands to VSE.
 pub fn prefer(kernel: KernelKind, m: &RankedMatrix) -> KernelKind {
@@ -111,7 +116,7 @@ pub fn prefer(kernel: KernelKind, m: &RankedMatrix) -> KernelKind {
         .sum();
     let share = outside as f64 / (m.genes() as f64 * n as f64);
     let limit = match kernel {
-        KernelKind::Bitset => BITSET_MAX_OUTSIDE,
+        KernelKind::Bitset => bitset_max_outside(n),
         _ => VSE_MAX_OUTSIDE,
     };
     if share <= limit {
@@ -203,19 +208,15 @@ pub struct ZeroGene<'a> {
     pub shape: &'a ZeroShape,
 }
 
-impl ZeroGene<'_> {
-    /// Samples outside the largest tie group.
-    fn others(&self) -> usize {
-        self.order.len() - self.shape.run.len()
-    }
-}
-
 /// Scratch space of the zero-inflated numerator, reused across pairs.
 #[derive(Debug, Default)]
 pub struct Zero {
     pairs: Vec<(u32, u32)>,
     seq: Vec<u32>,
     tmp: Vec<u32>,
+    /// By u's rank: `G` of the samples with that rank (only the ranks of
+    /// the current pair's samples are written, then read).
+    by_rank: Vec<i32>,
 }
 
 /// Pairs among `len` items.
@@ -303,11 +304,20 @@ impl Zero {
         let discordant = count_inversions(&mut self.seq, &mut self.tmp) as i64;
         // Sorted now: the pairs of N_O tied in u, and G(a) = Σ_{b ∈ N_O} sgn(u_a − u_b).
         let sorted = &self.seq;
-        let tied_u = tied_pairs(sorted.iter());
+        if self.by_rank.len() < u.shape.dominance.len() {
+            self.by_rank.resize(u.shape.dominance.len(), 0);
+        }
+        let mut tied_u = 0i64;
+        let mut start = 0;
+        while start < k {
+            let ua = sorted[start];
+            let end = start + sorted[start..].partition_point(|&x| x == ua);
+            self.by_rank[ua as usize] = (start as i64 - (k - end) as i64) as i32;
+            tied_u += pairs_of(end - start);
+            start = end;
+        }
         for &(vr, ur) in pairs {
-            let below = sorted.partition_point(|&x| x < ur);
-            let above = k - sorted.partition_point(|&x| x <= ur);
-            s -= sgn(vr, zv) * (below as i64 - above as i64);
+            s -= sgn(vr, zv) * i64::from(self.by_rank[ur as usize]);
         }
         s + pairs_of(k) - tied_u - tied_v + tied_both - 2 * discordant
     }
@@ -400,10 +410,14 @@ mod tests {
         assert_eq!(prefer(KernelKind::Naive, &sparse), KernelKind::Naive);
         let dense = matrix(2000, 0.3, &mut rng);
         assert_eq!(prefer(KernelKind::Vse, &dense), KernelKind::Vse);
-        // 80 % zeros: past VSE's crossover, not the bit-plane kernel's.
+        // 80 % zeros: past VSE's crossover, and the bit-plane kernel's from
+        // 2,000 samples on, not at 1,000.
         let middling = matrix(2000, 0.8, &mut rng);
         assert_eq!(prefer(KernelKind::Vse, &middling), KernelKind::Zero);
-        assert_eq!(prefer(KernelKind::Bitset, &middling), KernelKind::Bitset);
+        assert_eq!(prefer(KernelKind::Bitset, &middling), KernelKind::Zero);
+        let shorter = matrix(1000, 0.8, &mut rng);
+        assert_eq!(prefer(KernelKind::Bitset, &shorter), KernelKind::Bitset);
+        assert_eq!(prefer(KernelKind::Vse, &shorter), KernelKind::Zero);
         // Few samples: the bit-plane kernel stays.
         let small = matrix(310, 0.95, &mut rng);
         assert_eq!(prefer(KernelKind::Bitset, &small), KernelKind::Bitset);
