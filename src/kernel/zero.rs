@@ -211,7 +211,8 @@ pub struct ZeroGene<'a> {
 /// Scratch space of the zero-inflated numerator, reused across pairs.
 #[derive(Debug, Default)]
 pub struct Zero {
-    pairs: Vec<(u32, u32)>,
+    keys: Vec<u64>,
+    scratch: Vec<u64>,
     seq: Vec<u32>,
     tmp: Vec<u32>,
     /// By u's rank: `G` of the samples with that rank (only the ranks of
@@ -222,23 +223,6 @@ pub struct Zero {
 /// Pairs among `len` items.
 fn pairs_of(len: usize) -> i64 {
     (len as i64) * (len as i64 - 1) / 2
-}
-
-/// Pairs within runs of equal values of a sorted sequence.
-fn tied_pairs<T: PartialEq>(sorted: impl Iterator<Item = T>) -> i64 {
-    let mut total = 0i64;
-    let mut run = 0usize;
-    let mut last: Option<T> = None;
-    for x in sorted {
-        if last.as_ref() == Some(&x) {
-            run += 1;
-        } else {
-            total += pairs_of(run);
-            run = 1;
-            last = Some(x);
-        }
-    }
-    total + pairs_of(run)
 }
 
 impl Zero {
@@ -252,23 +236,27 @@ impl Zero {
         }
         let (zu, zv) = (su.z, sv.z);
         // N_O: the samples outside both largest groups, as (v, u) ranks.
-        self.pairs.clear();
+        // Keys `v << 32 | u`: sorted, they order N_O by (v, u).
+        self.keys.clear();
         for (w, (&a, &b)) in su.outside.iter().zip(&sv.outside).enumerate() {
             let mut bits = a & b;
             while bits != 0 {
                 let sample = w * 64 + bits.trailing_zeros() as usize;
-                self.pairs.push((v.ranks[sample], u.ranks[sample]));
+                self.keys
+                    .push(u64::from(v.ranks[sample]) << 32 | u64::from(u.ranks[sample]));
                 bits &= bits - 1;
             }
         }
-        let k = self.pairs.len();
+        let k = self.keys.len();
+        let (key_v, key_u) = (|x: u64| (x >> 32) as u32, |x: u64| x as u32);
         // |N_Z|: samples outside u's largest group inside v's.
         let n_z = (u.ranks.len() - su.run.len() - k) as i64;
         let z_u = su.run.len() as i64;
         let sgn = |x: u32, z: u32| i64::from(x > z) - i64::from(x < z);
         // Terms that need each sample of N_O alone.
         let (mut sigma_o, mut e0, mut within_n, mut with_z) = (0i64, 0i64, 0i64, 0i64);
-        for &(vr, ur) in &self.pairs {
+        for &key in &self.keys {
+            let (vr, ur) = (key_v(key), key_u(key));
             let (su_a, sv_a) = (sgn(ur, zu), sgn(vr, zv));
             sigma_o += su_a;
             e0 -= sv_a;
@@ -284,22 +272,39 @@ impl Zero {
         // equal v give H(a) = Σ_{b ∈ N_O} sgn(v_a − v_b) and the pairs tied
         // in v and in both; the strict inversions of the u sequence are the
         // discordant pairs.
-        self.pairs.sort_unstable();
-        let pairs = &self.pairs;
-        let mut tied_v = 0i64;
+        let bits = |distinct: usize| usize::BITS - distinct.saturating_sub(1).leading_zeros();
+        sort_keys(
+            &mut self.keys,
+            &mut self.scratch,
+            bits(su.dominance.len()),
+            bits(sv.dominance.len()),
+        );
+        let keys = &self.keys;
+        let (mut tied_v, mut tied_both) = (0i64, 0i64);
         let mut start = 0;
         while start < k {
-            let va = pairs[start].0;
-            let end = start + pairs[start..].partition_point(|p| p.0 == va);
+            let va = key_v(keys[start]);
+            let mut end = start + 1;
+            let mut same = 1usize;
+            let mut signs = sgn(key_u(keys[start]), zu);
+            while end < k && key_v(keys[end]) == va {
+                same = if keys[end] == keys[end - 1] {
+                    same + 1
+                } else {
+                    tied_both += pairs_of(same);
+                    1
+                };
+                signs += sgn(key_u(keys[end]), zu);
+                end += 1;
+            }
+            tied_both += pairs_of(same);
             let h = start as i64 - (k - end) as i64;
-            let signs: i64 = pairs[start..end].iter().map(|p| sgn(p.1, zu)).sum();
             s -= signs * h;
             tied_v += pairs_of(end - start);
             start = end;
         }
-        let tied_both = tied_pairs(pairs.iter());
         self.seq.clear();
-        self.seq.extend(pairs.iter().map(|p| p.1));
+        self.seq.extend(keys.iter().map(|&x| key_u(x)));
         self.tmp.resize(k, 0);
         let discordant = count_inversions(&mut self.seq, &mut self.tmp) as i64;
         // Sorted now: the pairs of N_O tied in u, and G(a) = Σ_{b ∈ N_O} sgn(u_a − u_b).
@@ -311,15 +316,50 @@ impl Zero {
         let mut start = 0;
         while start < k {
             let ua = sorted[start];
-            let end = start + sorted[start..].partition_point(|&x| x == ua);
+            let mut end = start + 1;
+            while end < k && sorted[end] == ua {
+                end += 1;
+            }
             self.by_rank[ua as usize] = (start as i64 - (k - end) as i64) as i32;
             tied_u += pairs_of(end - start);
             start = end;
         }
-        for &(vr, ur) in pairs {
-            s -= sgn(vr, zv) * i64::from(self.by_rank[ur as usize]);
+        for &key in keys {
+            s -= sgn(key_v(key), zv) * i64::from(self.by_rank[key_u(key) as usize]);
         }
         s + pairs_of(k) - tied_u - tied_v + tied_both - 2 * discordant
+    }
+}
+
+/// Sorts keys `v << 32 | u` whose `u` has `u_bits` and `v` `v_bits`
+/// significant bits: a least-significant-digit radix sort by bytes when
+/// there are enough keys to pay for its counts, else a comparison sort.
+fn sort_keys(keys: &mut Vec<u64>, scratch: &mut Vec<u64>, u_bits: u32, v_bits: u32) {
+    if keys.len() <= 256 {
+        keys.sort_unstable();
+        return;
+    }
+    let shifts = (0..u_bits.div_ceil(8))
+        .map(|d| d * 8)
+        .chain((0..v_bits.div_ceil(8)).map(|d| 32 + d * 8));
+    scratch.resize(keys.len(), 0);
+    for shift in shifts {
+        let mut counts = [0usize; 256];
+        for &x in keys.iter() {
+            counts[((x >> shift) & 0xff) as usize] += 1;
+        }
+        let mut next = 0;
+        for c in counts.iter_mut() {
+            let here = *c;
+            *c = next;
+            next += here;
+        }
+        for &x in keys.iter() {
+            let digit = ((x >> shift) & 0xff) as usize;
+            scratch[counts[digit]] = x;
+            counts[digit] += 1;
+        }
+        std::mem::swap(keys, scratch);
     }
 }
 
