@@ -53,7 +53,7 @@ use crate::kernel::bitset::BitPlanes;
 use crate::kernel::isa::Isa;
 use crate::kernel::pvalue::PValues;
 use crate::kernel::{KernelKind, PairKernel, PairNumerator};
-use crate::work::WorkSplit;
+use crate::work::{MAX_BLOCK_PAIRS, WorkSplit};
 
 /// Name of the q-value column.
 pub const Q_VALUE: &str = "q_value";
@@ -488,6 +488,9 @@ impl TestCounts {
     }
 }
 
+/// How long one block of the counting pass should take.
+const BLOCK_TIME: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// What the counting pass computes with: the kernel and its data.
 pub struct CountingPass<'a> {
     /// The ranked input.
@@ -529,7 +532,14 @@ impl CountingPass<'_> {
                 let mut cursor = work.cursor(chunk);
                 let mut pending: Vec<PairNumerator> = Vec::new();
                 let mut counts = TestCounts::new(contexts_ref);
-                while let Some((rows, cols)) = cursor.next_block(&work, m, 1 << 14) {
+                // Blocks of about 10 ms whatever a pair costs, so that a
+                // cancelled query stops the pass within about that.
+                let mut block = 64usize;
+                loop {
+                    let started = std::time::Instant::now();
+                    let Some((rows, cols)) = cursor.next_block(&work, m, block) else {
+                        break;
+                    };
                     if stopped() {
                         return Err(DataFusionError::Execution(format!(
                             "{}: input load stopped: the query was cancelled",
@@ -544,6 +554,12 @@ impl CountingPass<'_> {
                         if stats.n >= self.min_periods {
                             counts.add(contexts_ref, pair, &stats, p.s);
                         }
+                    }
+                    let took = started.elapsed();
+                    if took < BLOCK_TIME / 2 {
+                        block = (block * 2).min(MAX_BLOCK_PAIRS);
+                    } else if took > BLOCK_TIME * 2 {
+                        block = (block / 2).max(1);
                     }
                 }
                 Ok(counts)

@@ -240,3 +240,84 @@ async fn q_values_with_p_values_and_other_columns() {
     let msg = common::error(&ctx(1), "SET kendall.fdr = 'holm'").await;
     common::assert_contains(&msg, &["kendall.fdr", "'bh'", "'by'", "holm"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_query_stops_its_counting_pass() {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use datafusion::arrow::array::{ArrayRef, Float64Array};
+    use datafusion::physical_plan::{ExecutionPlan, collect};
+
+    // 60 genes x 1,000 samples with the naive kernel: the counting pass over
+    // 1,770 pairs takes a few seconds (a debug build's naive kernel).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.parquet");
+    let n = 1000;
+    let gene = |k: usize| -> ArrayRef {
+        Arc::new(Float64Array::from_iter_values(
+            (0..n).map(|s| ((s * (2 * k + 1) * 7919 + k * 31) % 10007) as f64),
+        ))
+    };
+    let columns: Vec<(String, ArrayRef)> = (0..60).map(|k| (format!("g{k}"), gene(k))).collect();
+    common::write_parquet(
+        &path,
+        &common::batch(
+            columns
+                .iter()
+                .map(|(n, a)| (n.as_str(), Arc::clone(a)))
+                .collect(),
+        ),
+    );
+    let ctx = ctx(2);
+    run(
+        &ctx,
+        "SET kendall.layout = 'genes_as_columns'; SET kendall.kernel = 'naive'",
+    )
+    .await
+    .unwrap();
+    let sql = format!(
+        "SELECT count(*) FROM kendall_all_pairs('{}') WHERE q_value < 0.05",
+        path.display()
+    );
+    let plan = |ctx: &datafusion::prelude::SessionContext| {
+        let (ctx, sql) = (ctx.clone(), sql.clone());
+        async move {
+            ctx.sql(&sql)
+                .await
+                .unwrap()
+                .create_physical_plan()
+                .await
+                .unwrap()
+        }
+    };
+    // How long the whole query takes here (its counting pass is most of it).
+    let whole = Instant::now();
+    collect(plan(&ctx).await, ctx.task_ctx()).await.unwrap();
+    let whole = whole.elapsed();
+    let plan: Arc<dyn ExecutionPlan> = plan(&ctx).await;
+    let task = tokio::spawn(collect(Arc::clone(&plan), ctx.task_ctx()));
+    let started = Instant::now();
+    while common::kendall_metric(&plan, "input_loads") == 0 {
+        assert!(started.elapsed() < Duration::from_secs(10), "no load");
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    // Into the counting pass (reading and ranking take a few milliseconds).
+    tokio::time::sleep(whole / 5).await;
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+    let aborted = Instant::now();
+    while common::kendall_metric(&plan, "input_loads_stopped") == 0 {
+        assert!(
+            aborted.elapsed() < Duration::from_secs(20),
+            "the load went on after the query was cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    let latency = aborted.elapsed();
+    eprintln!("counting pass stopped {latency:?} after the abort (whole query {whole:?})");
+    assert!(
+        latency < whole / 2,
+        "stopped {latency:?} after the abort; the whole query takes {whole:?}"
+    );
+}
