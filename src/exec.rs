@@ -131,6 +131,9 @@ pub struct KendallExec {
     spec: Arc<InputSpec>,
     /// The source's scan: read once per query, by the load.
     input: Arc<dyn ExecutionPlan>,
+    /// `kendall_cross_pairs`: the right source and its scan (its genes
+    /// pair with every gene of `input`, and with no other).
+    right: Option<(Arc<InputSpec>, Arc<dyn ExecutionPlan>)>,
     config: ScanConfig,
     projection: Vec<usize>,
     /// Loaded by the first partition, shared by all, released by the last
@@ -176,6 +179,7 @@ impl KendallExec {
         Ok(Self {
             spec,
             input,
+            right: None,
             config,
             projection,
             prepared: Arc::new(prepared),
@@ -183,6 +187,14 @@ impl KendallExec {
             metrics,
             properties: Arc::new(properties),
         })
+    }
+
+    /// The plan of `kendall_cross_pairs`: every gene of this plan's source
+    /// with every gene of `right` (whose columns `spec` describes), on the
+    /// samples both have (matched by name).
+    pub fn with_right(mut self, spec: Arc<InputSpec>, right: Arc<dyn ExecutionPlan>) -> Self {
+        self.right = Some((spec, right));
+        self
     }
 
     /// The scan settings.
@@ -272,12 +284,26 @@ pub fn plan_progress(plan: &Arc<dyn ExecutionPlan>) -> Option<Progress> {
 fn prepare(
     spec: &InputSpec,
     batches: InputBatches,
+    right: Option<(&InputSpec, InputBatches)>,
     config: &ScanConfig,
     (wants_p, wants_q): (bool, bool),
     memory: &QueryMemory,
 ) -> Result<Prepared> {
     let loaded = input::load(spec, batches, memory)?;
     checkpoint()?;
+    // kendall_cross_pairs: the right genes below the left ones, on the
+    // samples both have.
+    let (loaded, cross) = match right {
+        Some((right_spec, right_batches)) => {
+            let right = input::load(right_spec, right_batches, memory)?;
+            checkpoint()?;
+            let left_genes = loaded.genes.len();
+            let stacked = crate::cross::stack(loaded, spec, right, right_spec, memory)?;
+            let right_genes = stacked.genes.len() - left_genes;
+            (stacked, Some((left_genes, right_genes)))
+        }
+        None => (loaded, None),
+    };
     let gene_ids = loaded.genes.clone();
     let genes = gene_ids.len();
     // q-values take a pass over every pair, gene filters or not: the
@@ -326,14 +352,16 @@ fn prepare(
         found.sort_unstable();
         found
     };
-    let work = match config.gene_predicate.as_ref().and_then(|p| p.anchors()) {
-        Some((anchor_i, anchor_j)) => WorkSplit::anchors(
+    let anchors = config.gene_predicate.as_ref().and_then(|p| p.anchors());
+    let work = match (cross, anchors) {
+        (Some((left, right)), _) => WorkSplit::cross(left, right, config.partitions),
+        (None, Some((anchor_i, anchor_j))) => WorkSplit::anchors(
             genes,
             &positions(&anchor_i),
             &positions(&anchor_j),
             config.partitions,
         ),
-        None => WorkSplit::tiles(genes, config.tile_size, config.partitions),
+        (None, None) => WorkSplit::tiles(genes, config.tile_size, config.partitions),
     };
     let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
     let pvalues = wants_p.then(|| PValues::new(config.pvalue, matrix.samples()));
@@ -347,6 +375,7 @@ fn prepare(
                 planes: planes.clone(),
                 min_periods: config.min_periods,
                 tile_size: config.tile_size,
+                cross,
                 stop: crate::load::stop_flag(),
             }
             .run()?;
@@ -385,10 +414,14 @@ impl DisplayAs for KendallExec {
             write!(f, "KendallExec: ")?;
         }
         let known = |x: Option<usize>| x.map_or("?".to_string(), |x| x.to_string());
+        let what = match &self.right {
+            Some((right, _)) => format!("{} x {}", self.spec.what, right.what),
+            None => self.spec.what.clone(),
+        };
         write!(
             f,
             "source{eq}{}{sep}genes{eq}{}{sep}samples{eq}{}{sep}partitions{eq}{}{sep}tile_size{eq}{}",
-            self.spec.what,
+            what,
             known(self.spec.genes),
             known(self.spec.samples),
             c.partitions,
@@ -445,17 +478,19 @@ impl ExecutionPlan for KendallExec {
     }
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![&self.input]
+        let mut children = vec![&self.input];
+        children.extend(self.right.as_ref().map(|(_, plan)| plan));
+        children
     }
 
     fn benefits_from_input_partitioning(&self) -> Vec<bool> {
         // The input is read once, partition after partition: splitting it
         // further gains nothing (and must not reorder the genes).
-        vec![false]
+        vec![false; self.children().len()]
     }
 
     fn maintains_input_order(&self) -> Vec<bool> {
-        vec![false]
+        vec![false; self.children().len()]
     }
 
     fn apply_expressions(
@@ -470,17 +505,25 @@ impl ExecutionPlan for KendallExec {
         mut children: Vec<Arc<dyn ExecutionPlan>>,
         _options: ReplaceChildrenOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        match (children.pop(), children.is_empty()) {
-            (Some(input), true) => Ok(Arc::new(KendallExec::try_new(
-                Arc::clone(&self.spec),
-                input,
-                self.config.clone(),
-                self.projection.clone(),
-            )?)),
-            _ => Err(DataFusionError::Internal(
-                "KendallExec takes exactly one child, its input".to_string(),
-            )),
+        let wanted = self.children().len();
+        if children.len() != wanted {
+            return Err(DataFusionError::Internal(format!(
+                "KendallExec takes {wanted} children (its inputs), got {}",
+                children.len()
+            )));
         }
+        let right = (wanted == 2).then(|| children.pop()).flatten();
+        let input = children.pop().expect("checked above");
+        let exec = KendallExec::try_new(
+            Arc::clone(&self.spec),
+            input,
+            self.config.clone(),
+            self.projection.clone(),
+        )?;
+        Ok(Arc::new(match (right, &self.right) {
+            (Some(plan), Some((spec, _))) => exec.with_right(Arc::clone(spec), plan),
+            _ => exec,
+        }))
     }
 
     fn with_new_children(
@@ -519,6 +562,7 @@ impl ExecutionPlan for KendallExec {
         let wants = (self.wants_p_value(), self.wants_q_value());
         let memory = QueryMemory::new(Arc::clone(context.memory_pool()), &self.spec.what);
         let input = Arc::clone(&self.input);
+        let right = self.right.clone();
         let total_pairs = Arc::clone(&self.total_pairs);
         let metrics = StreamMetrics::new(&self.metrics, partition);
         let stream_schema = Arc::clone(&schema);
@@ -528,12 +572,21 @@ impl ExecutionPlan for KendallExec {
                     let (spec, config) = (Arc::clone(&spec), config.clone());
                     let (memory, total_pairs) = (memory.clone(), Arc::clone(&total_pairs));
                     let (input, context) = (Arc::clone(&input), Arc::clone(&context));
+                    let right = right.clone();
                     move || {
                         // A fresh copy of the scan each load: file scans keep
                         // per-execution state (a shared queue of files).
                         let input = reset_plan_states(input)?;
-                        let batches = InputBatches::new(input, context, &spec.what)?;
-                        let prepared = prepare(&spec, batches, &config, wants, &memory)?;
+                        let batches = InputBatches::new(input, Arc::clone(&context), &spec.what)?;
+                        let right = match &right {
+                            Some((right_spec, plan)) => {
+                                let plan = reset_plan_states(Arc::clone(plan))?;
+                                let batches = InputBatches::new(plan, context, &right_spec.what)?;
+                                Some((right_spec.as_ref(), batches))
+                            }
+                            None => None,
+                        };
+                        let prepared = prepare(&spec, batches, right, &config, wants, &memory)?;
                         let _ = total_pairs.set(prepared.work.total_pairs());
                         Ok(prepared)
                     }

@@ -505,6 +505,9 @@ pub struct CountingPass<'a> {
     pub min_periods: usize,
     /// Tile edge.
     pub tile_size: usize,
+    /// `kendall_cross_pairs`: the family is the left × right pairs of this
+    /// many left and right genes (stacked left first), not all pairs.
+    pub cross: Option<(usize, usize)>,
     /// Set when the query no longer wants the result (checked between blocks).
     pub stop: Option<Arc<AtomicBool>>,
 }
@@ -517,7 +520,10 @@ impl CountingPass<'_> {
         let contexts = ContextIndex::new(m);
         // A few chunks per thread, so that a slow one does not hold the rest.
         let chunks = (rayon::current_num_threads() * 2).max(1);
-        let work = WorkSplit::tiles(m.genes(), self.tile_size, chunks);
+        let work = match self.cross {
+            Some((left, right)) => WorkSplit::cross(left, right, chunks),
+            None => WorkSplit::tiles(m.genes(), self.tile_size, chunks),
+        };
         let stopped = || {
             self.stop
                 .as_ref()

@@ -142,9 +142,12 @@ impl GenePredicate {
 
     /// Resolves gene ids to input positions, for evaluation per pair.
     pub fn resolve(&self, genes: &StringArray) -> ResolvedGenes {
-        let index: HashMap<&str, u32> = (0..genes.len())
-            .map(|g| (genes.value(g), g as u32))
-            .collect();
+        // Every position of a name: kendall_cross_pairs may hold a gene id
+        // on both sides.
+        let mut index: HashMap<&str, Vec<u32>> = HashMap::new();
+        for g in 0..genes.len() {
+            index.entry(genes.value(g)).or_default().push(g as u32);
+        }
         ResolvedGenes::new(self, &index, genes.len())
     }
 }
@@ -177,12 +180,12 @@ pub enum ResolvedGenes {
 }
 
 impl ResolvedGenes {
-    fn new(p: &GenePredicate, index: &HashMap<&str, u32>, m: usize) -> Self {
+    fn new(p: &GenePredicate, index: &HashMap<&str, Vec<u32>>, m: usize) -> Self {
         let rec = |q: &GenePredicate| Box::new(Self::new(q, index, m));
         match p {
             GenePredicate::In { side, genes } => {
                 let mut member = vec![false; m];
-                for g in genes.iter().filter_map(|g| index.get(g.as_str())) {
+                for g in genes.iter().filter_map(|g| index.get(g.as_str())).flatten() {
                     member[*g as usize] = true;
                 }
                 ResolvedGenes::In(*side, member)

@@ -58,6 +58,7 @@ macro_rules! enum_config_field {
     };
 }
 
+pub mod cross;
 pub mod exec;
 pub mod fdr;
 pub mod filter;
@@ -88,8 +89,8 @@ pub use udtf::KendallAllPairs;
 /// The SQL name of the table function.
 pub const FUNCTION_NAME: &str = "kendall_all_pairs";
 
-/// Registers `kendall_all_pairs`, `kendall_top_partners` and the
-/// `kendall.*` options on `ctx`.
+/// Registers `kendall_all_pairs`, `kendall_top_partners`,
+/// `kendall_cross_pairs` and the `kendall.*` options on `ctx`.
 ///
 /// Options already set on the context (e.g. via [`with_kendall_options`])
 /// are kept.
@@ -99,6 +100,7 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
         top_partners::TOP_PARTNERS_NAME,
         Arc::new(KendallTopPartners),
     );
+    ctx.register_udtf(cross::CROSS_NAME, Arc::new(cross::KendallCrossPairs));
     let state = ctx.state_ref();
     let mut state = state.write();
     let options = state.config_mut().options_mut();

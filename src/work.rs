@@ -49,6 +49,17 @@ pub enum WorkSplit {
         /// Tile ids of each partition.
         ranges: Vec<Range<u64>>,
     },
+    /// Every pair of a left gene (positions `0..left`) with a right gene
+    /// (`left..left + right`), numbered `t = i·right + (j − left)`: a
+    /// contiguous range of those numbers per partition.
+    Cross {
+        /// Left genes.
+        left: usize,
+        /// Right genes.
+        right: usize,
+        /// Pair numbers of each partition.
+        ranges: Vec<Range<u64>>,
+    },
     /// Only pairs touching anchor genes.
     Anchors {
         /// Per partition, the runs it computes.
@@ -144,10 +155,25 @@ impl WorkSplit {
         }
     }
 
+    /// The `left × right` pairs of two gene sets stacked left first, split
+    /// into `partitions` ranges of equal pair counts (within one).
+    pub fn cross(left: usize, right: usize, partitions: usize) -> Self {
+        let total = left as u64 * right as u64;
+        let partitions = partitions.max(1) as u64;
+        let bound = |p: u64| ((u128::from(total) * u128::from(p)) / u128::from(partitions)) as u64;
+        let ranges = (0..partitions).map(|p| bound(p)..bound(p + 1)).collect();
+        WorkSplit::Cross {
+            left,
+            right,
+            ranges,
+        }
+    }
+
     /// Pairs over all partitions (for progress displays).
     pub fn total_pairs(&self) -> u64 {
         match self {
             WorkSplit::Tiles { grid, .. } => grid.total_pairs(),
+            WorkSplit::Cross { left, right, .. } => *left as u64 * *right as u64,
             WorkSplit::Anchors { total, .. } => *total,
         }
     }
@@ -159,6 +185,9 @@ impl WorkSplit {
                 tiles: ranges[p].clone(),
                 cols: 0..0,
                 group: 0..0,
+            },
+            WorkSplit::Cross { ranges, .. } => Walk::Cross {
+                pairs: ranges[p].clone(),
             },
             WorkSplit::Anchors { parts, .. } => Walk::Anchors {
                 runs: parts[p].clone(),
@@ -184,6 +213,10 @@ enum Walk {
     Anchors {
         runs: Vec<AnchorRun>,
         run: usize,
+    },
+    Cross {
+        /// Pair numbers still to visit.
+        pairs: Range<u64>,
     },
 }
 
@@ -246,6 +279,22 @@ impl PairCursor {
                 *group = 0..0;
                 self.next = 0;
             },
+            (Walk::Cross { pairs }, WorkSplit::Cross { left, right, .. }) => {
+                if pairs.is_empty() {
+                    return None;
+                }
+                // One left gene against a run of right genes.
+                let right = *right as u64;
+                let (i, c) = (pairs.start / right, pairs.start % right);
+                let take = (max_pairs as u64)
+                    .min(right - c)
+                    .min(pairs.end - pairs.start);
+                pairs.start += take;
+                self.rows.clear();
+                self.rows.push(i as u32);
+                let first = *left + c as usize;
+                Some((0..1, first..first + take as usize))
+            }
             (Walk::Anchors { runs, run }, WorkSplit::Anchors { anchor_i, .. }) => loop {
                 let r = *runs.get(*run)?;
                 let (g, start, end) = (r.gene as usize, r.start as usize, r.end as usize);

@@ -218,6 +218,7 @@ pub(super) fn load_columns(
         StringArray::from_iter_values(genes),
         n,
         values,
+        Vec::new(),
     ))
 }
 
@@ -474,5 +475,6 @@ pub(super) fn load_long(
         StringArray::from_iter_values(&genes.names),
         n,
         values,
+        samples.names,
     ))
 }

@@ -151,6 +151,12 @@ pub fn inspect(
 }
 
 impl InputSpec {
+    /// Whether the layout names the samples (every layout but
+    /// `genes_as_columns`, whose samples are unnamed rows).
+    pub fn names_samples(&self) -> bool {
+        !matches!(self.columns, Columns::GenesAsColumns { .. })
+    }
+
     /// The spec with the source's row count, when it is known exactly
     /// before reading (from Parquet footers or a memory table, say): the
     /// genes of genes_as_rows, the samples of genes_as_columns.
@@ -305,19 +311,48 @@ pub struct ExpressionMatrix {
     /// Per value, what a 64-bit integer loses as f64 (`integer - value`, see
     /// [`RankedMatrix::from_exact`]); empty when every value is exact.
     pub residuals: Vec<i16>,
+    /// Sample ids, in column order of `values`, where the layout names its
+    /// samples (`genes_as_rows`: the column names; `long`: the sample ids);
+    /// empty for `genes_as_columns`, whose samples are rows without names.
+    pub sample_ids: Vec<String>,
     /// The memory pool reservation of `values` and `residuals`, released
     /// with them.
     _reservation: Reservation,
 }
 
 impl ExpressionMatrix {
-    fn new(genes: StringArray, samples: usize, buffer: ValueBuffer) -> Self {
+    fn new(
+        genes: StringArray,
+        samples: usize,
+        buffer: ValueBuffer,
+        sample_ids: Vec<String>,
+    ) -> Self {
         Self {
             genes,
             samples,
             values: buffer.values,
             residuals: buffer.residuals,
+            sample_ids,
             _reservation: buffer.reservation,
+        }
+    }
+
+    /// A matrix from its parts, `values` (and `residuals`) reserved in
+    /// `reservation`.
+    pub(crate) fn from_parts(
+        genes: StringArray,
+        sample_ids: Vec<String>,
+        values: Vec<f64>,
+        residuals: Vec<i16>,
+        reservation: Reservation,
+    ) -> Self {
+        Self {
+            genes,
+            samples: sample_ids.len(),
+            values,
+            residuals,
+            sample_ids,
+            _reservation: reservation,
         }
     }
 }
@@ -424,5 +459,10 @@ fn load_rows(
         }
         row0 += rows;
     }
-    Ok(ExpressionMatrix::new(genes.finish(), n, values))
+    Ok(ExpressionMatrix::new(
+        genes.finish(),
+        n,
+        values,
+        sample_columns.to_vec(),
+    ))
 }

@@ -6,6 +6,7 @@
 mod balance;
 mod budget;
 mod common;
+mod cross;
 mod errors;
 mod fdr;
 mod inputs;

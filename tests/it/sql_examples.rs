@@ -111,6 +111,16 @@ fn sql_examples_run() {
             "'{needle}' missing from:\n{outputs}"
         );
     }
+    // sql/cross.sql: the (_s_at, _x_at) pairs and the strongest of them.
+    for needle in [
+        "| 173544 | 64091       |",
+        "| 201466_s_at | 201464_x_at | 0.814164878587296  |",
+    ] {
+        assert!(
+            outputs.contains(needle),
+            "'{needle}' missing from:\n{outputs}"
+        );
+    }
     assert!(scratch.path().join("demo_expression.tsv.gz").exists());
     assert!(scratch.path().join("network.parquet").exists());
     assert!(scratch.path().join("network.csv").exists());

@@ -1,0 +1,184 @@
+//! `kendall_cross_pairs` against R's `cor(x, y, method = "kendall")`
+//! (`tests/data/cross_reference.csv`, made by `scripts/cross_reference.R`
+//! from `tests/data/cross_left.csv` and `cross_right.csv`, whose samples
+//! are in different orders and only partly shared).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, AsArray, Float64Array, StringArray};
+use datafusion::arrow::datatypes::Float64Type;
+use datafusion::datasource::MemTable;
+
+use crate::common::{self, ctx, run, sorted_bits};
+
+const LEFT: &str = "tests/data/cross_left.csv";
+const RIGHT: &str = "tests/data/cross_right.csv";
+
+fn all(extra: &str) -> String {
+    format!(
+        "SELECT gene_i, gene_j, tau, p_value, n, q_value FROM kendall_cross_pairs('{LEFT}', '{RIGHT}') {extra}"
+    )
+}
+
+#[tokio::test]
+async fn cross_pairs_match_r() {
+    let expected = common::by_key(&common::reference("tests/data/cross_reference.csv"));
+    assert_eq!(expected.len(), 30 * 21);
+    let mut first = None;
+    for partitions in [1, 2, 3] {
+        for kernel in ["naive", "gse", "vse", "bitset", "zero"] {
+            let sql = format!("SET kendall.kernel = '{kernel}'; {}", all(""));
+            let batches = run(&ctx(partitions), &sql).await.unwrap();
+            let got = common::by_key(&common::pairs(&ctx(partitions), &sql).await);
+            assert_eq!(got.len(), expected.len(), "{kernel} x{partitions}");
+            for (key, e) in &expected {
+                let g = got[key];
+                assert!((g - e).abs() <= 1e-12, "{key:?} {kernel}: {g} vs R {e}");
+            }
+            // Every kernel and partition count: the same bits.
+            let bits = sorted_bits(&batches);
+            match &first {
+                None => first = Some(bits),
+                Some(f) => assert_eq!(&bits, f, "{kernel} x{partitions}"),
+            }
+        }
+    }
+    // 45 shared samples, one value missing on the left.
+    let batches = run(&ctx(1), &all("WHERE n < 45")).await.unwrap();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 21);
+}
+
+#[tokio::test]
+async fn filters_and_q_values_over_the_cross_family() {
+    let everything = run(&ctx(2), &all("")).await.unwrap();
+    // BH over the 630 left x right p-values, as scipy computes it.
+    let mut ps: Vec<(f64, f64)> = Vec::new();
+    for b in &everything {
+        let p = b.column(3).as_primitive::<Float64Type>();
+        let q = b.column(5).as_primitive::<Float64Type>();
+        for r in 0..b.num_rows() {
+            ps.push((p.value(r), q.value(r)));
+        }
+    }
+    ps.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let m = ps.len() as f64;
+    let mut running = f64::INFINITY;
+    for k in (0..ps.len()).rev() {
+        running = running.min(ps[k].0 * (m / (k + 1) as f64));
+        let q = running.min(1.0);
+        assert!((ps[k].1 - q).abs() <= 1e-12 * q, "{:?} vs {q}", ps[k]);
+    }
+    // Pushed-down filters keep exactly the rows filtering afterwards keeps.
+    let rows = |batches: &[datafusion::arrow::array::RecordBatch]| sorted_bits(batches);
+    let kept = rows(
+        &run(&ctx(2), &all("WHERE abs(tau) >= 0.3 AND q_value < 0.05"))
+            .await
+            .unwrap(),
+    );
+    let expected: Vec<_> = rows(&everything)
+        .into_iter()
+        .filter(|r| f64::from_bits(r.2).abs() >= 0.3)
+        .collect();
+    assert!(!kept.is_empty());
+    assert!(kept.iter().all(|r| expected.contains(r)));
+    let one = run(&ctx(2), &all("WHERE gene_i = '1007_s_at'"))
+        .await
+        .unwrap();
+    assert_eq!(one.iter().map(|b| b.num_rows()).sum::<usize>(), 21);
+    // 1007_s_at is on both sides: 21 partners as gene_i, 30 as gene_j.
+    let one = run(&ctx(2), &all("WHERE gene_j = '1007_s_at'"))
+        .await
+        .unwrap();
+    assert_eq!(one.iter().map(|b| b.num_rows()).sum::<usize>(), 30);
+    let plan = common::plan(&ctx(2), &format!("EXPLAIN {}", all("WHERE q_value < 0.05"))).await;
+    common::assert_contains(
+        &plan,
+        &[
+            "KendallExec",
+            "x 'tests/data/cross_right.csv'",
+            "filter=q_value < 0.05",
+        ],
+    );
+}
+
+/// Registers the wide CSV `path` as a memory table `name` of (gene, sample,
+/// value) triples, leaving out missing values.
+async fn register_long(ctx: &datafusion::prelude::SessionContext, path: &str, name: &str) {
+    let wide = run(ctx, &format!("SELECT * FROM '{path}'")).await.unwrap();
+    let (mut genes, mut samples, mut values) = (Vec::new(), Vec::new(), Vec::new());
+    for b in &wide {
+        let ids = b.column(0).as_string::<i32>();
+        for (c, field) in b.schema().fields().iter().enumerate().skip(1) {
+            let column = b.column(c).as_primitive::<Float64Type>();
+            for r in 0..b.num_rows() {
+                if column.is_valid(r) {
+                    genes.push(ids.value(r).to_string());
+                    samples.push(field.name().clone());
+                    values.push(column.value(r));
+                }
+            }
+        }
+    }
+    let batch = common::batch(vec![
+        ("gene", Arc::new(StringArray::from(genes)) as Arc<dyn Array>),
+        ("sample", Arc::new(StringArray::from(samples))),
+        ("value", Arc::new(Float64Array::from(values))),
+    ]);
+    let table = MemTable::try_new(batch.schema(), vec![vec![batch]]).unwrap();
+    ctx.register_table(name, Arc::new(table)).unwrap();
+}
+
+#[tokio::test]
+async fn long_layouts_and_memory_tables_give_the_same_bits() {
+    let ctx = ctx(2);
+    let wide = sorted_bits(&run(&ctx, &all("")).await.unwrap());
+    register_long(&ctx, LEFT, "left_long").await;
+    register_long(&ctx, RIGHT, "right_long").await;
+    let long = sorted_bits(
+        &run(
+            &ctx,
+            "SET kendall.layout = 'long'; SET kendall.absent = 'missing'; \
+             SELECT gene_i, gene_j, tau, p_value, n FROM kendall_cross_pairs('left_long', 'right_long')",
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(long, wide);
+}
+
+#[tokio::test]
+async fn cross_pair_errors() {
+    let ctx = ctx(1);
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other.csv");
+    std::fs::write(&other, "gene_id,x1,x2\nA,1,2\nB,2,1\n").unwrap();
+    let msg = common::error(
+        &ctx,
+        &format!(
+            "SELECT * FROM kendall_cross_pairs('{LEFT}', '{}')",
+            other.display()
+        ),
+    )
+    .await;
+    common::assert_contains(
+        &msg,
+        &["kendall_cross_pairs", "share 0 sample name", "at least 2"],
+    );
+    let msg = common::error(
+        &ctx,
+        &format!("SELECT * FROM kendall_cross_pairs('{LEFT}')"),
+    )
+    .await;
+    common::assert_contains(
+        &msg,
+        &["kendall_cross_pairs(left, right", "got 1 arguments"],
+    );
+    let msg = common::error(
+        &ctx,
+        &format!(
+            "SET kendall.layout = 'genes_as_columns'; SELECT * FROM kendall_cross_pairs('{LEFT}', '{RIGHT}')"
+        ),
+    )
+    .await;
+    common::assert_contains(&msg, &["genes_as_columns", "matched by name"]);
+}
