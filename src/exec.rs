@@ -414,18 +414,24 @@ impl DisplayAs for KendallExec {
             write!(f, "KendallExec: ")?;
         }
         let known = |x: Option<usize>| x.map_or("?".to_string(), |x| x.to_string());
-        let what = match &self.right {
-            Some((right, _)) => format!("{} x {}", self.spec.what, right.what),
-            None => self.spec.what.clone(),
+        // kendall_cross_pairs: both sources, their genes; the shared
+        // samples are known once both are read.
+        let (what, genes, samples) = match &self.right {
+            Some((right, _)) => (
+                format!("{} x {}", self.spec.what, right.what),
+                format!("{} x {}", known(self.spec.genes), known(right.genes)),
+                "?".to_string(),
+            ),
+            None => (
+                self.spec.what.clone(),
+                known(self.spec.genes),
+                known(self.spec.samples),
+            ),
         };
         write!(
             f,
-            "source{eq}{}{sep}genes{eq}{}{sep}samples{eq}{}{sep}partitions{eq}{}{sep}tile_size{eq}{}",
-            what,
-            known(self.spec.genes),
-            known(self.spec.samples),
-            c.partitions,
-            c.tile_size,
+            "source{eq}{what}{sep}genes{eq}{genes}{sep}samples{eq}{samples}{sep}partitions{eq}{}{sep}tile_size{eq}{}",
+            c.partitions, c.tile_size,
         )?;
         match c.planned_kernel {
             Some(kernel) => {

@@ -8,8 +8,9 @@
 //! WHERE abs(tau) >= 0.8;
 //! ```
 //!
-//! [`register`] adds the table functions `kendall_all_pairs` and
-//! `kendall_top_partners` (each gene's k strongest partners, [`top_partners`]) and the
+//! [`register`] adds the table functions `kendall_all_pairs`,
+//! `kendall_top_partners` (each gene's k strongest partners, [`top_partners`]),
+//! `kendall_cross_pairs` (every pair between two matrices, [`cross`]) and the
 //! `kendall.*` session options ([`KendallOptions`]) to a `SessionContext`:
 //!
 //! ```no_run
