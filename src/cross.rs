@@ -28,11 +28,9 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 
 use crate::exec::KendallExec;
-use crate::filter::TauPredicate;
-use crate::gene_filter::GenePredicate;
 use crate::input::{ExpressionMatrix, InputSpec};
 use crate::memory::QueryMemory;
-use crate::table::{guard_panics, output_schema, plan_scan};
+use crate::table::{guard_panics, output_schema, plan_scan, pushdown};
 use crate::udtf::string_arg;
 
 /// The SQL name of the cross-matrix table function.
@@ -108,16 +106,7 @@ impl TableProvider for KendallCrossTable {
         &self,
         filters: &[&Expr],
     ) -> Result<Vec<TableProviderFilterPushDown>> {
-        Ok(filters
-            .iter()
-            .map(|f| {
-                if TauPredicate::from_expr(f).is_some() || GenePredicate::from_expr(f).is_some() {
-                    TableProviderFilterPushDown::Exact
-                } else {
-                    TableProviderFilterPushDown::Unsupported
-                }
-            })
-            .collect())
+        Ok(pushdown(filters))
     }
 
     async fn scan(

@@ -92,16 +92,7 @@ impl TableProvider for KendallTable {
         &self,
         filters: &[&Expr],
     ) -> Result<Vec<TableProviderFilterPushDown>> {
-        Ok(filters
-            .iter()
-            .map(|f| {
-                if TauPredicate::from_expr(f).is_some() || GenePredicate::from_expr(f).is_some() {
-                    TableProviderFilterPushDown::Exact
-                } else {
-                    TableProviderFilterPushDown::Unsupported
-                }
-            })
-            .collect())
+        Ok(pushdown(filters))
     }
 
     async fn scan(
@@ -127,6 +118,22 @@ impl TableProvider for KendallTable {
             projection,
         )?))
     }
+}
+
+/// Which `filters` the pair loop applies exactly (comparisons of `tau`,
+/// `p_value`, `q_value` and the gene columns, see [`TauPredicate`] and
+/// [`GenePredicate`]); DataFusion applies the others.
+pub(crate) fn pushdown(filters: &[&Expr]) -> Vec<TableProviderFilterPushDown> {
+    filters
+        .iter()
+        .map(|f| {
+            if TauPredicate::from_expr(f).is_some() || GenePredicate::from_expr(f).is_some() {
+                TableProviderFilterPushDown::Exact
+            } else {
+                TableProviderFilterPushDown::Unsupported
+            }
+        })
+        .collect()
 }
 
 /// Runs `planning` of the table function `function` (which reads the source's metadata: schemas, Parquet
