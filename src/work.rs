@@ -375,6 +375,27 @@ mod tests {
     }
 
     #[test]
+    fn cross_visits_every_left_right_pair_once_balanced() {
+        let (left, right) = (9usize, 5usize);
+        let values: Vec<f64> = (0..(left + right) * 3).map(|k| (k % 5) as f64).collect();
+        let m = RankedMatrix::from_values(left + right, 3, &values);
+        for parts in [1, 2, 3, 4, 7, 50] {
+            let split = WorkSplit::cross(left, right, parts);
+            let visited = visit_parts(&split, &m, parts);
+            let sizes: Vec<usize> = visited.iter().map(Vec::len).collect();
+            let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+            assert!(hi - lo <= 1, "parts {parts}: {sizes:?}");
+            let mut pairs = visited.concat();
+            pairs.sort();
+            let all: Vec<(u32, u32)> = (0..left as u32)
+                .flat_map(|i| (left as u32..(left + right) as u32).map(move |j| (i, j)))
+                .collect();
+            assert_eq!(pairs, all, "parts {parts}");
+            assert_eq!(split.total_pairs(), (left * right) as u64);
+        }
+    }
+
+    #[test]
     fn tiles_visit_every_pair_once() {
         let values: Vec<f64> = (0..11 * 3).map(|k| (k % 5) as f64).collect();
         let m = RankedMatrix::from_values(11, 3, &values);
