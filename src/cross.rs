@@ -202,11 +202,12 @@ pub(crate) fn stack(
     } else {
         crate::memory::try_with_capacity::<i16>(genes * n, "stacked input values")?
     };
-    for (matrix, side) in [(&left, 0), (&right, 1)] {
+    let left_columns: Vec<usize> = shared.iter().map(|&(l, _)| l).collect();
+    let right_columns: Vec<usize> = shared.iter().map(|&(_, r)| r).collect();
+    for (matrix, columns) in [(&left, &left_columns), (&right, &right_columns)] {
         for g in 0..matrix.genes.len() {
             let row = g * matrix.samples;
-            for &pair in &shared {
-                let column = if side == 0 { pair.0 } else { pair.1 };
+            for &column in columns {
                 values.push(matrix.values[row + column]);
                 if !exact {
                     residuals.push(matrix.residuals.get(row + column).copied().unwrap_or(0));

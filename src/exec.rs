@@ -308,15 +308,11 @@ fn prepare(
     let genes = gene_ids.len();
     // q-values take a pass over every pair, gene filters or not: the
     // kernel is chosen for all of them.
-    let kernel = if wants_q {
-        KernelPlan {
-            anchors: None,
-            ..config.kernel.clone()
-        }
-        .resolve(genes, loaded.samples)?
-    } else {
-        config.kernel.resolve(genes, loaded.samples)?
-    };
+    let mut kernel_plan = config.kernel.clone();
+    if wants_q {
+        kernel_plan.anchors = None;
+    }
+    let kernel = kernel_plan.resolve(genes, loaded.samples)?;
     let shape = format!("{genes} genes x {} samples", loaded.samples);
     let mut ranks_memory = memory.reserve(&format!("ranks and sample orders ({shape})"), 0)?;
     let matrix = RankedMatrix::try_build(
@@ -463,7 +459,8 @@ impl DisplayAs for KendallExec {
         }
         if let Some(p) = &c.gene_predicate {
             write!(f, "{sep}gene_filter{eq}{p}")?;
-            if p.anchors().is_some() {
+            // Cross pairs walk their rectangle, gene filter or not.
+            if p.anchors().is_some() && self.right.is_none() {
                 write!(f, "{sep}pairs{eq}touching")?;
             }
         }

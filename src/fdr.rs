@@ -295,6 +295,32 @@ impl<V: Copy + Default + PartialEq> Cells<V> {
         }
     }
 
+    /// The store of fixed context `k` (pairs with statistics `stats`),
+    /// created if new.
+    fn fixed_mut(&mut self, k: usize, stats: &PairStats) -> &mut Store<V> {
+        if self.fixed[k].is_none() {
+            let store = self.store(stats.n);
+            self.fixed[k] = Some((*stats, store));
+        }
+        match &mut self.fixed[k] {
+            Some((_, store)) => store,
+            None => unreachable!("created above"),
+        }
+    }
+
+    /// The slot of the hashed context `context` (pairs with statistics
+    /// `stats`), created if new.
+    fn dynamic_slot(&mut self, context: Context, stats: &PairStats) -> u32 {
+        if let Some(&slot) = self.index.get(&context) {
+            return slot;
+        }
+        let slot = self.dynamic.len() as u32;
+        let store = self.store(stats.n);
+        self.index.insert(context, slot);
+        self.dynamic.push((*stats, store));
+        slot
+    }
+
     /// The store of pair (i, j) with statistics `stats`, created if new.
     #[inline]
     fn store_mut(
@@ -304,35 +330,33 @@ impl<V: Copy + Default + PartialEq> Cells<V> {
         (i, j): (usize, usize),
         stats: &PairStats,
     ) -> &mut Store<V> {
-        if let Some(slot) = contexts.fixed(i, j) {
-            if self.fixed[slot].is_none() {
-                let store = self.store(stats.n);
-                self.fixed[slot] = Some((*stats, store));
-            }
-            return match &mut self.fixed[slot] {
-                Some((_, store)) => store,
-                None => unreachable!("created above"),
-            };
+        if let Some(k) = contexts.fixed(i, j) {
+            return self.fixed_mut(k, stats);
         }
         let context = Context::of(stats);
         let slot = match last {
             Some((c, slot)) if *c == context => *slot,
             _ => {
-                let slot = match self.index.get(&context) {
-                    Some(&slot) => slot,
-                    None => {
-                        let slot = self.dynamic.len() as u32;
-                        let store = self.store(stats.n);
-                        self.index.insert(context, slot);
-                        self.dynamic.push((*stats, store));
-                        slot
-                    }
-                };
+                let slot = self.dynamic_slot(context, stats);
                 *last = Some((context, slot));
                 slot
             }
         };
         &mut self.dynamic[slot as usize].1
+    }
+
+    /// The store of `slot` (a context of pairs with statistics `stats`),
+    /// created if new.
+    fn slot_mut(&mut self, slot: Slot, stats: &PairStats) -> &mut Store<V> {
+        match slot {
+            Slot::Fixed(k) => self.fixed_mut(k, stats),
+            Slot::Dynamic(_) => {
+                // A hashed context is found by its statistics: the other
+                // side's slot number need not be this one's.
+                let k = self.dynamic_slot(Context::of(stats), stats);
+                &mut self.dynamic[k as usize].1
+            }
+        }
     }
 
     /// The store of pair (i, j) with statistics `stats`, if it has one.
@@ -411,75 +435,27 @@ impl TestCounts {
     /// Counts one pair (i, j) of numerator `s` and statistics `stats`.
     #[inline]
     fn add(&mut self, contexts: &ContextIndex, pair: (usize, usize), stats: &PairStats, s: i64) {
-        self.add_count(contexts, pair, stats, s, 1);
-    }
-
-    #[inline]
-    fn add_count(
-        &mut self,
-        contexts: &ContextIndex,
-        pair: (usize, usize),
-        stats: &PairStats,
-        s: i64,
-        count: u64,
-    ) {
         *self
             .cells
             .store_mut(contexts, &mut self.last, pair, stats)
-            .entry(s) += count;
+            .entry(s) += 1;
     }
 
     /// Adds the counts of `other`.
-    fn merge(mut self, contexts: &ContextIndex, other: TestCounts) -> TestCounts {
+    fn merge(mut self, other: TestCounts) -> TestCounts {
         for (slot, stats, store) in other.cells.contexts() {
-            let into = match slot {
-                Slot::Fixed(k) => {
-                    if self.cells.fixed[k].is_none() {
-                        let store = self.cells.store(stats.n);
-                        self.cells.fixed[k] = Some((*stats, store));
-                    }
-                    match &mut self.cells.fixed[k] {
-                        Some((_, store)) => store,
-                        None => unreachable!("created above"),
-                    }
-                }
-                Slot::Dynamic(_) => {
-                    // Any pair key reaches the hashed contexts for a pair with gaps:
-                    // the statistics decide.
-                    let context = Context::of(stats);
-                    let k = match self.cells.index.get(&context) {
-                        Some(&k) => k as usize,
-                        None => {
-                            let store = self.cells.store(stats.n);
-                            self.cells
-                                .index
-                                .insert(context, self.cells.dynamic.len() as u32);
-                            self.cells.dynamic.push((*stats, store));
-                            self.cells.dynamic.len() - 1
-                        }
-                    };
-                    &mut self.cells.dynamic[k].1
-                }
-            };
+            let into = self.cells.slot_mut(slot, stats);
             for (s, count) in store.cells() {
                 *into.entry(s) += count;
             }
         }
-        let _ = contexts;
         self.last = None;
         self
     }
 
-    /// Distinct (context, S) cells counted.
-    pub fn cells(&self) -> usize {
-        self.cells
-            .contexts()
-            .map(|(_, _, store)| store.cells().len())
-            .sum()
-    }
-
     /// Pairs counted.
-    pub fn pairs(&self) -> u64 {
+    #[cfg(test)]
+    fn pairs(&self) -> u64 {
         self.cells
             .contexts()
             .flat_map(|(_, _, store)| store.cells())
@@ -570,10 +546,7 @@ impl CountingPass<'_> {
                 }
                 Ok(counts)
             })
-            .try_reduce(
-                || TestCounts::new(contexts_ref),
-                |a, b| Ok(a.merge(contexts_ref, b)),
-            )?;
+            .try_reduce(|| TestCounts::new(contexts_ref), |a, b| Ok(a.merge(b)))?;
         Ok((contexts, counts))
     }
 }
@@ -585,7 +558,6 @@ pub struct QValues {
     cells: Cells<f64>,
     /// Tests in the family (pairs with a p-value that is a number).
     tests: u64,
-    method: FdrMethod,
 }
 
 impl QValues {
@@ -603,15 +575,8 @@ impl QValues {
         let mut cells: Vec<(f64, u64, Slot, i64)> = Vec::new();
         let mut nan_cells = Vec::new();
         for (slot, stats, store) in counts.cells.contexts() {
-            let empty = q.store(stats.n);
-            match slot {
-                Slot::Fixed(k) => q.fixed[k] = Some((*stats, empty)),
-                Slot::Dynamic(k) => {
-                    debug_assert_eq!(k, q.dynamic.len());
-                    q.index.insert(Context::of(stats), k as u32);
-                    q.dynamic.push((*stats, empty));
-                }
-            }
+            // Created in the counts' order: the same slots.
+            q.slot_mut(slot, stats);
             for (s, count) in store.cells() {
                 let p = pvalues.p_value(
                     stats.n,
@@ -644,21 +609,16 @@ impl QValues {
                 below += cells[end].1;
                 end += 1;
             }
-            let mut g = p * (m / below as f64);
-            if method == FdrMethod::By {
-                g *= scale;
-            }
-            groups.push((g, start, end));
+            // scipy's operations (times 1.0, exact, for BH).
+            groups.push((p * (m / below as f64) * scale, start, end));
             start = end;
         }
         let mut set = |slot: Slot, s: i64, value: f64| {
             let store = match slot {
-                Slot::Fixed(k) => q.fixed[k].as_mut().map(|(_, store)| store),
-                Slot::Dynamic(k) => q.dynamic.get_mut(k).map(|(_, store)| store),
+                Slot::Fixed(k) => &mut q.fixed[k].as_mut().expect("created above").1,
+                Slot::Dynamic(k) => &mut q.dynamic[k].1,
             };
-            if let Some(store) = store {
-                *store.entry(s) = value;
-            }
+            *store.entry(s) = value;
         };
         // q = min(1, min of g from this group on): a running minimum from the top.
         let mut running = f64::INFINITY;
@@ -676,18 +636,12 @@ impl QValues {
             contexts,
             cells: q,
             tests,
-            method,
         }
     }
 
     /// Tests in the family.
     pub fn tests(&self) -> u64 {
         self.tests
-    }
-
-    /// The adjustment.
-    pub fn method(&self) -> FdrMethod {
-        self.method
     }
 
     /// Bytes the q-values take, roughly.
@@ -803,7 +757,7 @@ mod tests {
                     into.add(&contexts, (0, 1), &st, s);
                     pairs.push((st, s));
                 }
-                let counts = counts.merge(&contexts, other);
+                let counts = counts.merge(other);
                 assert_eq!(counts.pairs(), 500);
                 let method = if by { FdrMethod::By } else { FdrMethod::Bh };
                 let q = QValues::new(

@@ -220,7 +220,9 @@ struct Shape {
     header: MtxHeader,
 }
 
-fn shape(files: &TenxFiles) -> Result<Shape> {
+/// The directory's shape, checked, and the matrix file's reader at its
+/// first entry.
+fn shape(files: &TenxFiles) -> Result<(Shape, Box<dyn BufRead + Send>)> {
     let mut reader = lines(&files.matrix)?;
     let header = header(&mut *reader, &files.matrix)?;
     let genes = ids(&files.features)?;
@@ -244,26 +246,29 @@ fn shape(files: &TenxFiles) -> Result<Shape> {
             )));
         }
     }
-    Ok(Shape {
-        genes,
-        cells,
-        header,
-    })
+    Ok((
+        Shape {
+            genes,
+            cells,
+            header,
+        },
+        reader,
+    ))
 }
 
 /// Every entry of the matrix as `(gene, cell, value)` triples, genes in
 /// file order, with one explicit zero for a gene or cell that has none.
 fn read_triples(files: &TenxFiles) -> Result<Vec<RecordBatch>> {
-    let Shape {
-        genes,
-        cells,
-        header,
-    } = shape(files)?;
+    let (
+        Shape {
+            genes,
+            cells,
+            header,
+        },
+        mut reader,
+    ) = shape(files)?;
     let path = &files.matrix;
     let name = file_name(path);
-    let mut reader = lines(path)?;
-    // Skip to the entries.
-    let _ = self::header(&mut *reader, path)?;
     let mut entries: Vec<(u32, u32, f64)> = Vec::with_capacity(header.entries.min(1 << 26));
     let mut buf = String::new();
     let mut k = header.size_line;
@@ -370,6 +375,7 @@ impl TenxTable {
     /// The table over `files`, its shape checked now (the header, size line
     /// and the lengths of the features and barcodes files).
     pub fn try_new(files: TenxFiles) -> Result<Self> {
+        // Read again when the input is loaded, as every source is.
         shape(&files)?;
         Ok(Self { files })
     }
@@ -483,7 +489,7 @@ impl ExecutionPlan for TenxExec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::StringViewArray;
+    use datafusion::arrow::array::AsArray;
     use std::io::Write;
 
     fn dir_with(matrix: &str, features: &str, barcodes: &str) -> tempfile::TempDir {
@@ -517,22 +523,14 @@ mod tests {
         );
         let batches = read(&dir).unwrap();
         let b = &batches[0];
-        let genes: Vec<&str> = b
-            .column(0)
-            .as_any()
-            .downcast_ref::<StringViewArray>()
-            .unwrap()
-            .iter()
-            .map(Option::unwrap)
-            .collect();
-        let cells: Vec<&str> = b
-            .column(1)
-            .as_any()
-            .downcast_ref::<StringViewArray>()
-            .unwrap()
-            .iter()
-            .map(Option::unwrap)
-            .collect();
+        let strings = |c: usize| -> Vec<&str> {
+            b.column(c)
+                .as_string_view()
+                .iter()
+                .map(Option::unwrap)
+                .collect()
+        };
+        let (genes, cells) = (strings(0), strings(1));
         let values = b
             .column(2)
             .as_any()

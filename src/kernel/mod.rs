@@ -387,12 +387,10 @@ impl PairKernel {
                     (Some(si), Some(sj)) => zero.numerator(
                         zero::ZeroGene {
                             ranks: m.ranks(i),
-                            order: m.order(i),
                             shape: si,
                         },
                         zero::ZeroGene {
                             ranks: m.ranks(j),
-                            order: m.order(j),
                             shape: sj,
                         },
                     ),

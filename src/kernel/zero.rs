@@ -202,8 +202,6 @@ impl ZeroShape {
 pub struct ZeroGene<'a> {
     /// Dense ranks, by sample (every sample present).
     pub ranks: &'a [u32],
-    /// Samples in ascending (rank, index) order.
-    pub order: &'a [u32],
     /// Its [`ZeroShape`].
     pub shape: &'a ZeroShape,
 }
@@ -408,7 +406,6 @@ mod tests {
                 .collect();
             let gene = |g: usize| ZeroGene {
                 ranks: m.ranks(g),
-                order: m.order(g),
                 shape: &shapes[g],
             };
             let expected = naive::numerator(m.ranks(0), m.ranks(1));
