@@ -176,6 +176,8 @@ impl KendallExec {
             MetricBuilder::new(&metrics).global_counter("input_loads"),
             MetricBuilder::new(&metrics).global_counter("input_loads_stopped"),
         );
+        let total_pairs = Arc::new(std::sync::OnceLock::new());
+        live_scans().push((Arc::downgrade(&total_pairs), metrics.clone()));
         Ok(Self {
             spec,
             input,
@@ -183,7 +185,7 @@ impl KendallExec {
             config,
             projection,
             prepared: Arc::new(prepared),
-            total_pairs: Arc::new(std::sync::OnceLock::new()),
+            total_pairs,
             metrics,
             properties: Arc::new(properties),
         })
@@ -275,6 +277,44 @@ pub fn plan_progress(plan: &Arc<dyn ExecutionPlan>) -> Option<Progress> {
         stack.extend(node.children());
     }
     found
+}
+
+/// Every scan plan of this process not yet dropped: its total (weakly, so
+/// that a dropped plan is pruned) and its metrics (where the pairs computed
+/// are counted).
+type LiveScans = Vec<(std::sync::Weak<std::sync::OnceLock<u64>>, ExecutionPlanMetricsSet)>;
+
+/// The registry behind [`live_progress`], pruned of dropped plans.
+fn live_scans() -> std::sync::MutexGuard<'static, LiveScans> {
+    static LIVE: std::sync::Mutex<LiveScans> = std::sync::Mutex::new(Vec::new());
+    let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+    live.retain(|(total, _)| total.strong_count() > 0);
+    live
+}
+
+/// The summed progress of every Kendall scan plan of this process that has
+/// not been dropped, or `None` when there is none: for a host that cannot
+/// walk the plan it runs ([`plan_progress`] needs the plan), such as the
+/// Python package, whose plans are foreign objects. Several queries running
+/// at once are summed together.
+pub fn live_progress() -> Option<Progress> {
+    let live = live_scans();
+    live.iter().fold(None, |found, (total, metrics)| {
+        let p = Progress {
+            done: metrics
+                .clone_inner()
+                .sum_by_name("pairs_computed")
+                .map_or(0, |m| m.as_usize() as u64),
+            total: total.upgrade().and_then(|t| t.get().copied()),
+        };
+        Some(match found {
+            None => p,
+            Some(f) => Progress {
+                done: f.done + p.done,
+                total: f.total.zip(p.total).map(|(a, b)| a + b),
+            },
+        })
+    })
 }
 
 /// Reads, validates and ranks the input; splits the tiles into partitions.

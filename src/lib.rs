@@ -62,6 +62,8 @@ macro_rules! enum_config_field {
 pub mod cross;
 pub mod exec;
 pub mod fdr;
+#[cfg(feature = "ffi")]
+pub mod ffi;
 pub mod filter;
 pub mod gene_filter;
 pub mod input;

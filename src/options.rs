@@ -143,14 +143,19 @@ impl ExtensionOptions for KendallOptions {
 }
 
 impl KendallOptions {
-    /// The options set in a session's configuration (the defaults when the
-    /// extension is not registered).
-    pub fn from_config(config: &ConfigOptions) -> Self {
-        config
-            .extensions
-            .get::<KendallOptions>()
-            .cloned()
-            .unwrap_or_default()
+    /// The options set in a session's configuration: our own extension, or
+    /// (feature `ffi`, a foreign host such as the Python package) the
+    /// `kendall.*` keys of its FFI config extension, checked as a local `SET`
+    /// checks them; the defaults when neither is registered.
+    pub fn from_config(config: &ConfigOptions) -> Result<Self> {
+        if let Some(options) = config.extensions.get::<KendallOptions>() {
+            return Ok(options.clone());
+        }
+        #[cfg(feature = "ffi")]
+        if let Some(options) = crate::ffi::options_from_ffi(config) {
+            return options;
+        }
+        Ok(Self::default())
     }
 }
 

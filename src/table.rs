@@ -180,7 +180,7 @@ pub(crate) async fn plan_scan(
     limit: Option<usize>,
 ) -> Result<PlannedScan> {
     let config = state.config_options();
-    let options = KendallOptions::from_config(config);
+    let options = KendallOptions::from_config(config)?;
     let source = input::source::resolve(state, source, options.format).await?;
     // A 10x directory is sparse triples: the long layout, absent entries 0.
     let (layout, absent) = if source.tenx {

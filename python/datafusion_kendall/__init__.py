@@ -1,0 +1,367 @@
+"""All-pairs Kendall rank correlation for the ``datafusion`` Python package.
+
+``register(ctx)`` adds the SQL table functions ``kendall_all_pairs``,
+``kendall_top_partners`` and ``kendall_cross_pairs`` to a
+``datafusion.SessionContext``; ``session_config()`` adds the ``kendall.*``
+options (``SET kendall.variant = 'c'``) to the configuration a context is
+built from; ``context()`` does both. ``corr(...)`` is the one-call
+convenience with pandas' habits: a pandas DataFrame, pyarrow Table, numpy
+2-D array or AnnData object in, a pandas DataFrame of pairs (or a square
+matrix) out.
+
+The extension is compiled against one DataFusion major version; the FFI
+between it and the ``datafusion`` package is stable only within that major,
+so importing this module with another major raises ImportError.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import uuid
+from typing import Any
+
+import datafusion as _datafusion
+
+from . import _native
+
+_native.check_host(_datafusion.__version__)
+
+__version__: str = _native.__version__
+"""The version of this package (that of the Rust crate it is built from)."""
+
+DATAFUSION_MAJOR: int = _native.datafusion_major()
+"""The DataFusion major version the extension was built against."""
+
+FUNCTIONS: tuple[str, ...] = tuple(_native.function_names())
+"""The SQL table functions :func:`register` adds."""
+
+__all__ = [
+    "DATAFUSION_MAJOR",
+    "FUNCTIONS",
+    "context",
+    "corr",
+    "register",
+    "session_config",
+]
+
+
+def session_config(
+    config: _datafusion.SessionConfig | None = None,
+) -> _datafusion.SessionConfig:
+    """Add the ``kendall.*`` options to ``config`` (a new one if None).
+
+    A context built from it accepts ``SET kendall.<option> = ...`` and
+    ``SHOW kendall.<option>``, as the command-line shell does. DataFusion
+    cannot add an option namespace to a context that already exists, so the
+    options go in with the configuration the context is built from.
+    """
+    if config is None:
+        config = _datafusion.SessionConfig()
+    return config.with_extension(_native.KendallConfig())
+
+
+def register(ctx: _datafusion.SessionContext) -> _datafusion.SessionContext:
+    """Register the table functions (:data:`FUNCTIONS`) on ``ctx``; returns it.
+
+    For ``SET kendall.*`` the context must have been built from
+    :func:`session_config` (or use :func:`context`); without it every
+    option keeps its default.
+    """
+    for name in FUNCTIONS:
+        ctx.register_udtf(_datafusion.udtf(_native.TableFunction(name), name))
+    return ctx
+
+
+def context(
+    config: _datafusion.SessionConfig | None = None,
+) -> _datafusion.SessionContext:
+    """A new ``SessionContext`` with the ``kendall.*`` options and functions."""
+    return register(_datafusion.SessionContext(session_config(config)))
+
+
+_METHODS = {"a": "a", "b": "b", "c": "c", "kendall": "b", "tau-a": "a", "tau-b": "b", "tau-c": "c"}
+
+
+def corr(
+    data: Any,
+    *,
+    method: str = "b",
+    min_periods: int = 1,
+    threshold: float | None = None,
+    p_values: bool = False,
+    square: bool = False,
+    genes: str = "columns",
+    kernel: str = "auto",
+    partitions: int | None = None,
+    progress: bool | None = None,
+):
+    """Kendall's tau between every pair of genes (variables) of ``data``.
+
+    Like ``pandas.DataFrame.corr(method='kendall')``, but computed by the
+    datafusion-kendall engine: exact, on every core, orders of magnitude
+    faster.
+
+    Args:
+        data: a pandas DataFrame, pyarrow Table or RecordBatch, numpy 2-D
+            array, or an AnnData object. For frames, tables and arrays the
+            columns are the genes and the rows the samples, as in pandas'
+            ``corr`` (``genes="rows"`` for the other way round: then a frame's
+            index, or else its first string column, holds the gene ids). For
+            AnnData the genes are ``var_names`` and the cells the samples;
+            ``.X`` may be dense or a scipy sparse matrix (absent entries are
+            zeros, passed as (gene, cell, value) triples without densifying).
+        method: ``'b'`` (tau-b, pandas' and scipy's coefficient, the
+            default), ``'a'`` or ``'c'`` (``'kendall'`` is ``'b'``).
+        min_periods: pairs with fewer samples where both genes have a value
+            get NaN (pandas' ``min_periods``). Missing values (NaN, None) are
+            left out pair by pair, as pandas does.
+        threshold: keep only pairs with ``abs(tau) >= threshold``; the filter
+            runs inside the engine, so dropped pairs never become rows.
+        p_values: add ``p_value`` (scipy's ``kendalltau`` p-value) and ``n``
+            (the samples the pair used).
+        square: return a square genes x genes frame like pandas' ``corr``
+            (1.0 on the diagonal, NaN for pairs without a value or below the
+            threshold) instead of one row per pair. For small inputs: it holds
+            every pair in memory.
+        genes: ``"columns"`` (default) or ``"rows"``: where a frame, table or
+            array has its genes.
+        kernel: the ``kendall.kernel`` option (``'auto'`` picks the fastest).
+        partitions: how many partitions (threads) compute pairs; the default
+            is one per core.
+        progress: show a tqdm progress bar of the pairs computed; None shows
+            it in Jupyter notebooks only.
+
+    Returns:
+        A pandas DataFrame with columns ``gene_i, gene_j, tau`` (plus
+        ``p_value, n``), one row per unordered pair of distinct genes,
+        ``gene_i`` before ``gene_j`` in the input's order; or, with
+        ``square=True``, the genes x genes matrix.
+
+    Use SQL instead (``context().sql(...)``) for outputs too large for
+    memory: ``COPY (SELECT ... FROM kendall_all_pairs(...)) TO 'net.parquet'``
+    streams hundreds of millions of pairs to disk, and SQL adds
+    ``q_value``, top partners per gene and cross pairs between two matrices.
+    """
+    import pandas as pd
+
+    variant = _METHODS.get(str(method).lower())
+    if variant is None:
+        raise ValueError(f"method must be 'a', 'b', 'c' or 'kendall', got {method!r}")
+    if isinstance(min_periods, bool) or not isinstance(min_periods, int) or min_periods < 1:
+        raise ValueError(f"min_periods must be a whole number >= 1, got {min_periods!r}")
+    if threshold is not None and (not isinstance(threshold, (int, float)) or math.isnan(threshold)):
+        raise ValueError(f"threshold must be a number, got {threshold!r}")
+    if genes not in ("columns", "rows"):
+        raise ValueError(f"genes must be 'columns' or 'rows', got {genes!r}")
+
+    config = _datafusion.SessionConfig()
+    if partitions is not None:
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+            raise ValueError(f"partitions must be a whole number >= 1, got {partitions!r}")
+        config = config.with_target_partitions(partitions)
+    ctx = context(config)
+    table, options, gene_ids = _to_arrow(data, genes)
+    options.update(
+        {
+            "variant": variant,
+            "min_periods": str(min_periods),
+            "kernel": kernel,
+        }
+    )
+    name = "dk_input_" + uuid.uuid4().hex
+    ctx.from_arrow(table, name=name)
+    for key, value in options.items():
+        ctx.sql(f"SET kendall.{key} = '{value}'")
+    columns = "gene_i, gene_j, tau" + (", p_value, n" if p_values else "")
+    where = "" if threshold is None else f" WHERE abs(tau) >= {float(threshold)!r}"
+    df = ctx.sql(f"SELECT {columns} FROM kendall_all_pairs('{name}'){where}")
+
+    if progress is None:
+        progress = _in_notebook()
+    result = _collect(df, progress)
+    frame = result.to_pandas()
+    if not square:
+        return frame
+    return _square(frame, gene_ids, pd)
+
+
+def _to_arrow(data: Any, genes: str):
+    """``data`` as a pyarrow Table, the ``kendall.*`` options that read it,
+    and the gene ids in input order."""
+    import numpy as np
+    import pyarrow as pa
+
+    if _is_anndata(data):
+        return _anndata_to_arrow(data)
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    if isinstance(data, np.ndarray):
+        if data.ndim != 2:
+            raise ValueError(f"corr() takes a 2-D array, got {data.ndim} dimensions")
+        if genes == "rows":
+            data = data.T
+        names = [str(i) for i in range(data.shape[1])]
+        table = pa.table({n: np.ascontiguousarray(data[:, i]) for i, n in enumerate(names)})
+        return table, {"layout": "genes_as_columns"}, names
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        pd = None
+    if pd is not None and isinstance(data, pd.DataFrame):
+        if genes == "rows":
+            frame = data
+            if not any(pd.api.types.is_string_dtype(t) or t == object for t in frame.dtypes[:1]):
+                frame = frame.copy()
+                frame.insert(0, "gene", frame.index.astype(str))
+                frame.columns = ["gene"] + [str(c) for c in data.columns]
+            else:
+                frame = frame.rename(columns=str)
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            ids = [str(g) for g in table.column(0).to_pylist()]
+            return table, {"layout": "genes_as_rows"}, ids
+        names = [str(c) for c in data.columns]
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise ValueError(f"corr(): duplicate column (gene) name {dup!r}")
+        frame = data.set_axis(names, axis=1)
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        return table, {"layout": "genes_as_columns"}, names
+    if isinstance(data, pa.Table):
+        if genes == "rows":
+            ids = [str(g) for g in data.column(0).to_pylist()]
+            return data, {"layout": "genes_as_rows"}, ids
+        return data, {"layout": "genes_as_columns"}, list(data.column_names)
+    raise TypeError(
+        "corr() takes a pandas DataFrame, pyarrow Table or RecordBatch, numpy 2-D array or "
+        f"AnnData object, got {type(data).__name__}"
+    )
+
+
+def _is_anndata(data: Any) -> bool:
+    return type(data).__name__ == "AnnData" and hasattr(data, "X") and hasattr(data, "var_names")
+
+
+def _anndata_to_arrow(adata: Any):
+    """AnnData: genes are ``var_names``, cells the samples. Dense ``.X`` as
+    one column per gene; sparse ``.X`` as (gene, cell, value) triples of its
+    stored entries, absent entries zero."""
+    import numpy as np
+    import pyarrow as pa
+
+    x = adata.X
+    ids = [str(g) for g in adata.var_names]
+    if len(set(ids)) != len(ids):
+        dup = next(g for g in ids if ids.count(g) > 1)
+        raise ValueError(f"corr(): duplicate gene id {dup!r} in var_names")
+    if hasattr(x, "tocoo"):
+        coo = x.tocoo()
+        gene_dict = pa.DictionaryArray.from_arrays(
+            pa.array(coo.col.astype(np.int32)), pa.array(ids, pa.string())
+        )
+        table = pa.table(
+            {
+                "gene": gene_dict.cast(pa.string()),
+                "sample": pa.array(coo.row.astype(np.int64)),
+                "value": pa.array(np.asarray(coo.data, dtype=np.float64)),
+            }
+        )
+        options = {"layout": "long", "absent": "zero"}
+        if adata.n_obs < 2:
+            raise ValueError(f"corr(): AnnData has {adata.n_obs} cells; at least 2 are needed")
+        # Genes without a stored entry are all zeros: constant, tau NaN.
+        # Their rows are still needed for the pairs to exist.
+        present = np.zeros(len(ids), dtype=bool)
+        present[coo.col] = True
+        if not present.all():
+            missing = np.flatnonzero(~present)
+            extra = pa.table(
+                {
+                    "gene": pa.array([ids[i] for i in missing], pa.string()),
+                    "sample": pa.array(np.zeros(len(missing), dtype=np.int64)),
+                    "value": pa.array(np.zeros(len(missing), dtype=np.float64)),
+                }
+            )
+            table = pa.concat_tables([table, extra])
+        # Cells without any stored entry must exist too: one explicit zero
+        # of the first gene each.
+        cell_present = np.zeros(adata.n_obs, dtype=bool)
+        cell_present[coo.row] = True
+        if not cell_present.all():
+            cells = np.flatnonzero(~cell_present)
+            extra = pa.table(
+                {
+                    "gene": pa.array([ids[0]] * len(cells), pa.string()),
+                    "sample": pa.array(cells.astype(np.int64)),
+                    "value": pa.array(np.zeros(len(cells), dtype=np.float64)),
+                }
+            )
+            table = pa.concat_tables([table, extra])
+        return table, options, ids
+    x = np.asarray(x)
+    table = pa.table({g: np.ascontiguousarray(x[:, i]) for i, g in enumerate(ids)})
+    return table, {"layout": "genes_as_columns"}, ids
+
+
+def _in_notebook() -> bool:
+    try:
+        from IPython import get_ipython  # type: ignore[import-not-found]
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
+
+
+def _collect(df: Any, progress: bool):
+    """Run ``df`` to a pyarrow Table; with ``progress``, a tqdm bar of the
+    pairs computed is fed from the engine's counters while it runs."""
+    if not progress:
+        return df.to_arrow_table()
+    try:
+        from tqdm.auto import tqdm
+    except ImportError as e:
+        raise ImportError("progress=True needs tqdm (pip install tqdm)") from e
+    done = threading.Event()
+    bar = tqdm(total=None, unit="pairs", unit_scale=True, desc="kendall")
+
+    def poll() -> None:
+        while not done.wait(0.2):
+            _update(bar)
+
+    thread = threading.Thread(target=poll, daemon=True)
+    thread.start()
+    try:
+        return df.to_arrow_table()
+    finally:
+        done.set()
+        thread.join()
+        _update(bar)
+        bar.close()
+
+
+def _update(bar: Any) -> None:
+    state = _native.progress()
+    if state is None:
+        return
+    pairs, total = state
+    if total is not None and bar.total != total:
+        bar.total = total
+        bar.refresh()
+    if pairs > bar.n:
+        bar.update(pairs - bar.n)
+
+
+def _square(frame: Any, gene_ids: list[str], pd: Any):
+    import numpy as np
+
+    m = len(gene_ids)
+    index = {g: i for i, g in enumerate(gene_ids)}
+    matrix = np.full((m, m), np.nan)
+    np.fill_diagonal(matrix, 1.0)
+    if len(frame):
+        i = frame["gene_i"].map(index).to_numpy()
+        j = frame["gene_j"].map(index).to_numpy()
+        tau = frame["tau"].to_numpy(dtype=float, na_value=np.nan)
+        matrix[i, j] = tau
+        matrix[j, i] = tau
+    return pd.DataFrame(matrix, index=gene_ids, columns=gene_ids)

@@ -1,0 +1,161 @@
+//! `datafusion_kendall._native`: the table functions and `kendall.*` options
+//! of datafusion-kendall as PyCapsules for the `datafusion` Python package,
+//! which carries its own copy of DataFusion and takes extensions through
+//! `datafusion-ffi`. The Python half (`datafusion_kendall/__init__.py`)
+//! checks the host's DataFusion major version before any of this crosses.
+
+use std::ptr::NonNull;
+use std::sync::OnceLock;
+
+use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
+use datafusion_kendall::ffi;
+use pyo3::exceptions::{PyImportError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+
+/// This library's tokio runtime: scans and streams run on it (the host's
+/// runtime is another copy of tokio, invisible from here).
+fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
+        OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .thread_name("datafusion-kendall")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| PyRuntimeError::new_err(format!("datafusion-kendall: no tokio runtime: {e}")))
+}
+
+/// One of the table functions, for `datafusion.udtf(function, name)`.
+#[pyclass(module = "datafusion_kendall._native", frozen)]
+struct TableFunction {
+    name: String,
+}
+
+#[pymethods]
+impl TableFunction {
+    #[new]
+    fn new(name: &str) -> PyResult<Self> {
+        if ffi::table_functions().iter().any(|(n, _)| *n == name) {
+            Ok(Self {
+                name: name.to_string(),
+            })
+        } else {
+            Err(PyValueError::new_err(format!(
+                "datafusion-kendall has no table function '{name}'; it has {}",
+                function_names().join(", ")
+            )))
+        }
+    }
+
+    /// The SQL name.
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The FFI table function, bound to the logical codec of `session`
+    /// (the host's SessionContext).
+    fn __datafusion_table_function__<'py>(
+        &self,
+        py: Python<'py>,
+        session: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let codec = logical_codec(session)?;
+        let function = ffi::table_functions()
+            .into_iter()
+            .find(|(n, _)| *n == self.name)
+            .map(|(_, f)| f)
+            .ok_or_else(|| PyValueError::new_err(format!("no table function {}", self.name)))?;
+        let ffi_function = ffi::ffi_table_function(function, runtime()?.handle().clone(), codec);
+        PyCapsule::new_with_value(py, ffi_function, c"datafusion_table_function")
+    }
+
+    fn __repr__(&self) -> String {
+        format!("TableFunction('{}')", self.name)
+    }
+}
+
+/// The `kendall.*` options, for `SessionConfig.with_extension(...)`.
+#[pyclass(module = "datafusion_kendall._native", frozen)]
+struct KendallConfig;
+
+#[pymethods]
+impl KendallConfig {
+    #[new]
+    fn new() -> Self {
+        Self
+    }
+
+    fn __datafusion_extension_options__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        PyCapsule::new_with_value(py, ffi::extension_options(), c"datafusion_extension_options")
+    }
+}
+
+/// The host session's logical extension codec (what the FFI table function
+/// decodes its arguments with).
+fn logical_codec(session: Bound<'_, PyAny>) -> PyResult<FFI_LogicalExtensionCodec> {
+    let attr = "__datafusion_logical_extension_codec__";
+    let capsule = if session.hasattr(attr)? {
+        session.getattr(attr)?.call0()?
+    } else {
+        session
+    };
+    let capsule = capsule.cast::<PyCapsule>().map_err(|_| {
+        PyValueError::new_err(
+            "datafusion-kendall: expected a datafusion SessionContext (with \
+             __datafusion_logical_extension_codec__)",
+        )
+    })?;
+    let data: NonNull<FFI_LogicalExtensionCodec> = capsule
+        .pointer_checked(Some(c"datafusion_logical_extension_codec"))?
+        .cast();
+    // SAFETY: the capsule's name was checked above; it holds the codec.
+    Ok(unsafe { data.as_ref() }.clone())
+}
+
+/// The SQL names of the table functions.
+#[pyfunction]
+fn function_names() -> Vec<&'static str> {
+    ffi::table_functions().into_iter().map(|(n, _)| n).collect()
+}
+
+/// The DataFusion major version this extension was built against.
+#[pyfunction]
+fn datafusion_major() -> u64 {
+    ffi::datafusion_major()
+}
+
+/// Raises ImportError unless `host_version` (the `datafusion` package's
+/// version) has our DataFusion major version.
+#[pyfunction]
+fn check_host(host_version: &str) -> PyResult<()> {
+    ffi::check_host_major(host_version).map_err(|e| PyImportError::new_err(e.to_string()))
+}
+
+/// Pairs computed so far and pairs to compute (None while an input is still
+/// loading) over every kendall scan of this process that is running or was
+/// not yet dropped; None when there is none.
+#[pyfunction]
+fn progress() -> Option<(u64, Option<u64>)> {
+    datafusion_kendall::exec::live_progress().map(|p| (p.done, p.total))
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<TableFunction>()?;
+    m.add_class::<KendallConfig>()?;
+    m.add_function(wrap_pyfunction!(function_names, m)?)?;
+    m.add_function(wrap_pyfunction!(datafusion_major, m)?)?;
+    m.add_function(wrap_pyfunction!(check_host, m)?)?;
+    m.add_function(wrap_pyfunction!(progress, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,286 @@
+"""datafusion_kendall from Python, against scipy and pandas.
+
+References: tests/data/*_reference*.csv at the top of the repository are
+scipy's ``kendalltau`` for the same files (see tests/data/README.md); the
+in-memory tests compare with ``pandas.DataFrame.corr(method='kendall')`` and
+``scipy.stats.kendalltau`` computed here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import datafusion
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from scipy import stats
+
+import datafusion_kendall as dk
+
+REPO = Path(__file__).resolve().parents[2]
+TIES = REPO / "tests" / "data" / "bladder_ties.parquet"
+MISSING = REPO / "tests" / "data" / "bladder_missing.parquet"
+TENX_DENSE = REPO / "data" / "tenx_demo_dense.parquet"
+TOL = 1e-12
+
+
+def reference(name: str) -> pd.DataFrame:
+    return pd.read_csv(REPO / "tests" / "data" / name, keep_default_na=True)
+
+
+def assert_close(ours: pd.DataFrame, ref: pd.DataFrame, columns: list[str], ref_columns=None):
+    """Same pairs, and every value within TOL (NaN where the reference is NaN)."""
+    ref_columns = ref_columns or columns
+    merged = ours.merge(ref, on=["gene_i", "gene_j"], how="outer", indicator=True,
+                        suffixes=("", "_ref"))
+    assert (merged["_merge"] == "both").all(), merged[merged["_merge"] != "both"].head()
+    assert len(merged) == len(ref)
+    for ours_col, ref_col in zip(columns, ref_columns):
+        ref_name = ref_col if ref_col not in columns or ref_col != ours_col else ref_col + "_ref"
+        a = merged[ours_col].to_numpy(dtype=float, na_value=np.nan)
+        b = merged[ref_name].to_numpy(dtype=float, na_value=np.nan)
+        assert np.array_equal(np.isnan(a), np.isnan(b)), f"{ours_col}: NaN pattern differs"
+        ok = ~np.isnan(a)
+        worst = np.max(np.abs(a[ok] - b[ok]), initial=0.0)
+        assert worst <= TOL, f"{ours_col}: max |diff| {worst}"
+
+
+def genes_as_columns(path: Path) -> pd.DataFrame:
+    """A genes-as-rows Parquet file as pandas' shape: samples x genes."""
+    frame = pq.read_table(path).to_pandas()
+    return frame.set_index(frame.columns[0]).T
+
+
+def long_pairs_from_square(square: pd.DataFrame) -> pd.DataFrame:
+    genes = list(square.columns)
+    rows = [(genes[i], genes[j], square.iat[i, j])
+            for i in range(len(genes)) for j in range(i + 1, len(genes))]
+    return pd.DataFrame(rows, columns=["gene_i", "gene_j", "tau"])
+
+
+# --- SQL ---------------------------------------------------------------------
+
+def test_sql_on_a_file_equals_scipy():
+    ctx = dk.context()
+    ours = ctx.sql(
+        f"SELECT gene_i, gene_j, tau, p_value FROM kendall_all_pairs('{TIES}')"
+    ).to_pandas()
+    assert_close(ours, reference("bladder_ties_reference.csv"), ["tau", "p_value"])
+
+
+@pytest.mark.parametrize("variant,ref", [("a", "bladder_ties_reference_a.csv"),
+                                         ("c", "bladder_ties_reference_c.csv")])
+def test_set_variant_takes_effect(variant, ref):
+    ctx = dk.context()
+    ctx.sql(f"SET kendall.variant = '{variant}'")
+    shown = ctx.sql("SHOW kendall.variant").to_pandas()
+    assert shown.iloc[0, 1] == variant
+    ours = ctx.sql(f"SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{TIES}')").to_pandas()
+    assert_close(ours, reference(ref), ["tau"])
+
+
+def test_bad_option_value_gives_our_message():
+    ctx = dk.context()
+    ctx.sql("SET kendall.variant = 'z'")
+    with pytest.raises(Exception, match="kendall.variant"):
+        ctx.sql(f"SELECT count(*) FROM kendall_all_pairs('{TIES}')").collect()
+
+
+def test_register_on_an_existing_context_uses_defaults():
+    ctx = datafusion.SessionContext()
+    dk.register(ctx)
+    n = ctx.sql(f"SELECT count(*) AS n FROM kendall_all_pairs('{TIES}')").to_pandas()
+    assert n["n"][0] == 61 * 60 // 2
+    with pytest.raises(Exception, match="kendall"):
+        ctx.sql("SET kendall.variant = 'c'")
+
+
+def test_registered_pandas_frame_is_an_input():
+    ctx = dk.context()
+    frame = pq.read_table(TIES).to_pandas()
+    ctx.from_pandas(frame, name="expr")
+    ours = ctx.sql("SELECT gene_i, gene_j, tau, p_value FROM kendall_all_pairs('expr') "
+                   "WHERE p_value < 1e-6 OR p_value >= 1e-6 OR p_value IS NULL").to_pandas()
+    assert_close(ours, reference("bladder_ties_reference.csv"), ["tau", "p_value"])
+
+
+def test_other_table_functions_are_registered():
+    ctx = dk.context()
+    top = ctx.sql(f"SELECT count(*) AS n FROM kendall_top_partners('{TIES}', 3)").to_pandas()
+    assert top["n"][0] == 61 * 3
+
+
+def test_missing_file_names_the_file():
+    ctx = dk.context()
+    with pytest.raises(Exception, match="no_such_file.parquet"):
+        ctx.sql("SELECT * FROM kendall_all_pairs('no_such_file.parquet')").collect()
+
+
+# --- corr() ------------------------------------------------------------------
+
+def test_corr_of_a_frame_equals_pandas():
+    frame = genes_as_columns(TIES).iloc[:, :30]
+    ours = dk.corr(frame, square=True)
+    theirs = frame.corr(method="kendall")
+    a, b = ours.to_numpy(), theirs.to_numpy()
+    assert list(ours.columns) == list(theirs.columns)
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    assert np.nanmax(np.abs(a - b)) <= TOL
+
+
+def test_corr_long_equals_scipy_with_p_values():
+    frame = genes_as_columns(TIES)
+    ours = dk.corr(frame, p_values=True)
+    assert list(ours.columns) == ["gene_i", "gene_j", "tau", "p_value", "n"]
+    assert_close(ours, reference("bladder_ties_reference.csv"), ["tau", "p_value"])
+    assert (ours["n"] == 57).all()
+
+
+def test_corr_threshold_filters_in_the_engine():
+    frame = genes_as_columns(TIES)
+    ref = reference("bladder_ties_reference.csv")
+    ours = dk.corr(frame, threshold=0.5)
+    kept = ref[np.abs(ref["tau"]) >= 0.5]
+    assert_close(ours, kept, ["tau"])
+
+
+def test_corr_missing_values_and_min_periods_equal_pandas():
+    frame = genes_as_columns(MISSING)
+    ours = dk.corr(frame, min_periods=30, square=True)
+    theirs = frame.corr(method="kendall", min_periods=30)
+    a, b = ours.to_numpy(), theirs.to_numpy()
+    off = ~np.eye(len(a), dtype=bool)
+    assert np.array_equal(np.isnan(a[off]), np.isnan(b[off]))
+    assert np.nanmax(np.abs(a[off] - b[off])) <= TOL
+    ref = reference("bladder_missing_reference.csv")
+    long = dk.corr(frame, min_periods=30)
+    assert_close(long, ref, ["tau"], ["tau_min30"])
+
+
+@pytest.mark.parametrize("method,ref", [("a", "bladder_ties_reference_a.csv"),
+                                        ("c", "bladder_ties_reference_c.csv")])
+def test_corr_methods(method, ref):
+    ours = dk.corr(genes_as_columns(TIES), method=method)
+    assert_close(ours, reference(ref), ["tau"])
+
+
+def test_corr_of_numpy_and_arrow_and_rows():
+    frame = genes_as_columns(TIES).iloc[:, :20]
+    expected = frame.corr(method="kendall").to_numpy()
+    by_array = dk.corr(frame.to_numpy(), square=True)
+    assert list(by_array.columns) == [str(i) for i in range(20)]
+    assert np.nanmax(np.abs(by_array.to_numpy() - expected)) <= TOL
+    by_rows = dk.corr(frame.to_numpy().T, genes="rows", square=True)
+    assert np.nanmax(np.abs(by_rows.to_numpy() - expected)) <= TOL
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    by_table = dk.corr(table, square=True)
+    assert np.nanmax(np.abs(by_table.to_numpy() - expected)) <= TOL
+    gene_rows = pq.read_table(TIES).to_pandas().iloc[:20]
+    by_frame_rows = dk.corr(gene_rows, genes="rows", square=True)
+    assert list(by_frame_rows.columns) == list(frame.columns)
+    assert np.nanmax(np.abs(by_frame_rows.to_numpy() - expected)) <= TOL
+
+
+def scipy_pairs(x: np.ndarray, ids: list[str]) -> pd.DataFrame:
+    rows = []
+    for i in range(x.shape[1]):
+        for j in range(i + 1, x.shape[1]):
+            rows.append((ids[i], ids[j], stats.kendalltau(x[:, i], x[:, j]).statistic))
+    return pd.DataFrame(rows, columns=["gene_i", "gene_j", "tau"])
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_corr_of_anndata_equals_scipy(sparse):
+    anndata = pytest.importorskip("anndata")
+    import scipy.sparse as sp
+
+    genes = pq.read_table(TENX_DENSE).to_pandas()
+    ids = [str(g) for g in genes.iloc[:, 0]]
+    x = genes.iloc[:, 1:].to_numpy(dtype=np.float32).T  # cells x genes
+    adata = anndata.AnnData(X=sp.csr_matrix(x) if sparse else x)
+    adata.var_names = ids
+    ours = dk.corr(adata)
+    assert_close(ours, scipy_pairs(x.astype(np.float64), ids), ["tau"])
+
+
+def test_bad_input_raises_our_message():
+    with pytest.raises(Exception, match="gene"):
+        dk.corr(pd.DataFrame({"a": ["x", "y", "z"], "b": ["u", "v", "w"]}))
+    with pytest.raises(Exception, match="at least 2|fewer than 2|2 samples"):
+        dk.corr(pd.DataFrame({"a": [1.0], "b": [2.0]}))
+    with pytest.raises(ValueError, match="method"):
+        dk.corr(pd.DataFrame({"a": [1.0, 2.0], "b": [2.0, 1.0]}), method="pearson")
+    with pytest.raises(TypeError, match="corr\\(\\) takes"):
+        dk.corr([[1, 2], [3, 4]])
+    with pytest.raises(ValueError, match="duplicate"):
+        dk.corr(pd.DataFrame([[1.0, 2.0], [2.0, 1.0]], columns=["g", "g"]))
+
+
+def test_progress_bar_counts_every_pair(capsys):
+    pytest.importorskip("tqdm")
+    dk.corr(genes_as_columns(TIES), progress=True)
+    err = capsys.readouterr().err
+    assert "kendall" in err and "1.83k/1.83k" in err, err
+
+
+# --- versions and cancellation ---------------------------------------------
+
+def test_versions():
+    assert dk.DATAFUSION_MAJOR == int(datafusion.__version__.split(".")[0])
+    assert set(dk.FUNCTIONS) == {"kendall_all_pairs", "kendall_top_partners",
+                                 "kendall_cross_pairs"}
+    cargo = (REPO / "Cargo.toml").read_text()
+    assert f'version = "{dk.__version__}"' in cargo
+
+
+def test_mismatched_datafusion_major_is_refused(monkeypatch):
+    monkeypatch.setattr(datafusion, "__version__", f"{dk.DATAFUSION_MAJOR + 1}.0.0")
+    with pytest.raises(ImportError, match="only stable within one major"):
+        importlib.reload(dk)
+    monkeypatch.undo()
+    importlib.reload(dk)
+
+
+def test_ctrl_c_stops_a_long_call():
+    """SIGINT (what Ctrl-C in a notebook sends) raises KeyboardInterrupt in
+    the middle of a long corr() and the process ends promptly."""
+    script = textwrap.dedent(
+        """
+        import sys, time, numpy as np, datafusion_kendall as dk
+        rng = np.random.default_rng(1)
+        x = rng.normal(size=(3000, 1500))
+        print("started", flush=True)
+        t = time.monotonic()
+        try:
+            dk.corr(x, kernel="naive", threshold=0.99)
+        except KeyboardInterrupt:
+            print(f"interrupted after {time.monotonic() - t:.1f}s", flush=True)
+            sys.exit(3)
+        print("finished", flush=True)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        time.sleep(3)
+        proc.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        out, err = proc.communicate(timeout=30)
+        waited = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 3, (proc.returncode, out, err)
+    assert "interrupted" in out
+    assert waited < 10, f"took {waited:.1f}s to stop"
