@@ -282,7 +282,10 @@ pub fn plan_progress(plan: &Arc<dyn ExecutionPlan>) -> Option<Progress> {
 /// Every scan plan of this process not yet dropped: its total (weakly, so
 /// that a dropped plan is pruned) and its metrics (where the pairs computed
 /// are counted).
-type LiveScans = Vec<(std::sync::Weak<std::sync::OnceLock<u64>>, ExecutionPlanMetricsSet)>;
+type LiveScans = Vec<(
+    std::sync::Weak<std::sync::OnceLock<u64>>,
+    ExecutionPlanMetricsSet,
+)>;
 
 /// The registry behind [`live_progress`], pruned of dropped plans.
 fn live_scans() -> std::sync::MutexGuard<'static, LiveScans> {

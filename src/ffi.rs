@@ -127,7 +127,10 @@ mod tests {
         assert!(check_host_major(&format!("{ours}.0.0")).is_ok());
         assert!(check_host_major(&format!("{ours}.1.0rc3")).is_ok());
         let err = check_host_major(&format!("{}.0.0", ours + 1)).unwrap_err();
-        assert!(err.to_string().contains("only stable within one major"), "{err}");
+        assert!(
+            err.to_string().contains("only stable within one major"),
+            "{err}"
+        );
         assert!(check_host_major("unknown").is_err());
     }
 

@@ -57,7 +57,8 @@ def session_config(
     options go in with the configuration the context is built from.
     """
     if config is None:
-        config = _datafusion.SessionConfig()
+        # SHOW needs the information schema, as in the command-line shell.
+        config = _datafusion.SessionConfig().with_information_schema(True)
     return config.with_extension(_native.KendallConfig())
 
 
@@ -174,7 +175,13 @@ def corr(
     for key, value in options.items():
         ctx.sql(f"SET kendall.{key} = '{value}'")
     columns = "gene_i, gene_j, tau" + (", p_value, n" if p_values else "")
-    where = "" if threshold is None else f" WHERE abs(tau) >= {float(threshold)!r}"
+    # NaN tau (a constant gene) sorts above every number in DataFusion's
+    # comparisons; a threshold drops it, as pandas users expect.
+    where = (
+        ""
+        if threshold is None
+        else f" WHERE abs(tau) >= {float(threshold)!r} AND NOT isnan(tau)"
+    )
     df = ctx.sql(f"SELECT {columns} FROM kendall_all_pairs('{name}'){where}")
 
     if progress is None:
@@ -210,17 +217,18 @@ def _to_arrow(data: Any, genes: str):
         pd = None
     if pd is not None and isinstance(data, pd.DataFrame):
         if genes == "rows":
-            frame = data
-            if not any(pd.api.types.is_string_dtype(t) or t == object for t in frame.dtypes[:1]):
-                frame = frame.copy()
-                frame.insert(0, "gene", frame.index.astype(str))
-                frame.columns = ["gene"] + [str(c) for c in data.columns]
+            # Gene ids: the first column if it holds strings, else the index.
+            first = data.dtypes.iloc[0] if data.shape[1] else None
+            if first is not None and (pd.api.types.is_string_dtype(first) or first == object):
+                frame = data.rename(columns=str)
             else:
-                frame = frame.rename(columns=str)
+                frame = data.rename(columns=str).reset_index(names="gene")
+                frame["gene"] = frame["gene"].astype(str)
             table = pa.Table.from_pandas(frame, preserve_index=False)
             ids = [str(g) for g in table.column(0).to_pylist()]
             return table, {"layout": "genes_as_rows"}, ids
         names = [str(c) for c in data.columns]
+        _numeric_only(names, data.dtypes, pd.api.types.is_numeric_dtype)
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
             raise ValueError(f"corr(): duplicate column (gene) name {dup!r}")
@@ -231,11 +239,27 @@ def _to_arrow(data: Any, genes: str):
         if genes == "rows":
             ids = [str(g) for g in data.column(0).to_pylist()]
             return data, {"layout": "genes_as_rows"}, ids
+        _numeric_only(
+            data.column_names,
+            data.schema.types,
+            lambda t: pa.types.is_integer(t) or pa.types.is_floating(t),
+        )
         return data, {"layout": "genes_as_columns"}, list(data.column_names)
     raise TypeError(
         "corr() takes a pandas DataFrame, pyarrow Table or RecordBatch, numpy 2-D array or "
         f"AnnData object, got {type(data).__name__}"
     )
+
+
+def _numeric_only(names, types, is_numeric) -> None:
+    """pandas' rule for ``corr``: every column is a variable, so a
+    non-numeric one is an error (the SQL layout would skip it as a label)."""
+    for name, t in zip(names, types):
+        if not is_numeric(t) or str(t) == "bool":
+            raise ValueError(
+                f"corr(): column {name!r} has type {t}; with genes as columns every column "
+                "is a gene and must be numeric (genes='rows' for gene ids in a column)"
+            )
 
 
 def _is_anndata(data: Any) -> bool:
@@ -255,49 +279,33 @@ def _anndata_to_arrow(adata: Any):
         dup = next(g for g in ids if ids.count(g) > 1)
         raise ValueError(f"corr(): duplicate gene id {dup!r} in var_names")
     if hasattr(x, "tocoo"):
-        coo = x.tocoo()
-        gene_dict = pa.DictionaryArray.from_arrays(
-            pa.array(coo.col.astype(np.int32)), pa.array(ids, pa.string())
-        )
-        table = pa.table(
-            {
-                "gene": gene_dict.cast(pa.string()),
-                "sample": pa.array(coo.row.astype(np.int64)),
-                "value": pa.array(np.asarray(coo.data, dtype=np.float64)),
-            }
-        )
-        options = {"layout": "long", "absent": "zero"}
         if adata.n_obs < 2:
             raise ValueError(f"corr(): AnnData has {adata.n_obs} cells; at least 2 are needed")
-        # Genes without a stored entry are all zeros: constant, tau NaN.
-        # Their rows are still needed for the pairs to exist.
-        present = np.zeros(len(ids), dtype=bool)
-        present[coo.col] = True
-        if not present.all():
-            missing = np.flatnonzero(~present)
-            extra = pa.table(
-                {
-                    "gene": pa.array([ids[i] for i in missing], pa.string()),
-                    "sample": pa.array(np.zeros(len(missing), dtype=np.int64)),
-                    "value": pa.array(np.zeros(len(missing), dtype=np.float64)),
-                }
-            )
-            table = pa.concat_tables([table, extra])
-        # Cells without any stored entry must exist too: one explicit zero
-        # of the first gene each.
-        cell_present = np.zeros(adata.n_obs, dtype=bool)
-        cell_present[coo.row] = True
-        if not cell_present.all():
-            cells = np.flatnonzero(~cell_present)
-            extra = pa.table(
-                {
-                    "gene": pa.array([ids[0]] * len(cells), pa.string()),
-                    "sample": pa.array(cells.astype(np.int64)),
-                    "value": pa.array(np.zeros(len(cells), dtype=np.float64)),
-                }
-            )
-            table = pa.concat_tables([table, extra])
-        return table, options, ids
+        # The engine numbers the genes of the long layout in order of first
+        # appearance: cell 0's value of every gene comes first (zero or
+        # not), so genes keep the order of var_names and a gene without any
+        # stored entry still exists. Then the other cells' stored entries.
+        x = x.tocsr()
+        first = np.asarray(x[0].todense(), dtype=np.float64).ravel()
+        rest = x[1:].tocoo()
+        cells = rest.row.astype(np.int64) + 1
+        genes = np.concatenate([np.arange(len(ids), dtype=np.int32), rest.col.astype(np.int32)])
+        samples = np.concatenate([np.zeros(len(ids), dtype=np.int64), cells])
+        values = np.concatenate([first, np.asarray(rest.data, dtype=np.float64)])
+        # A cell without any stored entry must exist too: one explicit zero.
+        seen = np.zeros(adata.n_obs, dtype=bool)
+        seen[0] = True
+        seen[cells] = True
+        empty = np.flatnonzero(~seen)
+        if len(empty):
+            genes = np.concatenate([genes, np.zeros(len(empty), dtype=np.int32)])
+            samples = np.concatenate([samples, empty.astype(np.int64)])
+            values = np.concatenate([values, np.zeros(len(empty))])
+        gene = pa.DictionaryArray.from_arrays(pa.array(genes), pa.array(ids, pa.string()))
+        table = pa.table(
+            {"gene": gene.cast(pa.string()), "sample": pa.array(samples), "value": pa.array(values)}
+        )
+        return table, {"layout": "long", "absent": "zero"}, ids
     x = np.asarray(x)
     table = pa.table({g: np.ascontiguousarray(x[:, i]) for i, g in enumerate(ids)})
     return table, {"layout": "genes_as_columns"}, ids

@@ -95,7 +95,11 @@ impl KendallConfig {
         &self,
         py: Python<'py>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
-        PyCapsule::new_with_value(py, ffi::extension_options(), c"datafusion_extension_options")
+        PyCapsule::new_with_value(
+            py,
+            ffi::extension_options(),
+            c"datafusion_extension_options",
+        )
     }
 }
 
