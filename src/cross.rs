@@ -30,7 +30,8 @@ use datafusion::physical_plan::ExecutionPlan;
 use crate::exec::KendallExec;
 use crate::input::{ExpressionMatrix, InputSpec};
 use crate::memory::QueryMemory;
-use crate::table::{guard_panics, output_schema, plan_scan, pushdown};
+use crate::options::KendallOptions;
+use crate::table::{GeneIds, guard_panics, output_schema_for, plan_scan, pushdown};
 use crate::udtf::string_arg;
 
 /// The SQL name of the cross-matrix table function.
@@ -60,6 +61,8 @@ impl TableFunctionImpl for KendallCrossPairs {
             .iter()
             .map(|e| string_arg(e, "a gene column name", usage))
             .collect::<Result<Vec<_>>>()?;
+        // The gene columns' type is part of the schema, fixed now.
+        let gene_ids = KendallOptions::from_config(args.session().config_options())?.gene_ids;
         let (left_names, right_names) = match names.as_slice() {
             [l, r] => (vec![l.clone()], vec![r.clone()]),
             _ => (Vec::new(), Vec::new()),
@@ -69,7 +72,8 @@ impl TableFunctionImpl for KendallCrossPairs {
             right,
             left_names,
             right_names,
-            schema: output_schema(),
+            gene_ids,
+            schema: output_schema_for(gene_ids),
         }))
     }
 }
@@ -89,6 +93,8 @@ pub struct KendallCrossTable {
     right: String,
     left_names: Vec<String>,
     right_names: Vec<String>,
+    /// Fixed when the function is called (the schema depends on it).
+    gene_ids: GeneIds,
     schema: SchemaRef,
 }
 
@@ -138,6 +144,7 @@ impl TableProvider for KendallCrossTable {
             }
         }
         let mut config = left.config;
+        config.gene_ids = self.gene_ids;
         // The shapes of the two matrices together are known once loaded;
         // gene filters are applied to each pair (no gene-targeted walk).
         config.planned_kernel = None;

@@ -17,11 +17,11 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, Float64Array, Int64Array, StringArray, UInt32Array,
+    Array, ArrayRef, DictionaryArray, Float64Array, Int64Array, StringArray, UInt32Array,
 };
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::take;
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::datatypes::{SchemaRef, UInt32Type};
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
@@ -52,7 +52,7 @@ use crate::load::{SharedLoad, checkpoint};
 use crate::memory::{QueryMemory, Reservation};
 pub use crate::pace::POLL_BUDGET;
 use crate::pace::Pacer;
-use crate::table::{KernelPlan, output_schema};
+use crate::table::{GeneIds, KernelPlan, output_schema_for};
 use crate::top_partners::{
     self, EmitContext, TopCollector, TopPartners, TopRows, top_partners_schema,
 };
@@ -99,6 +99,8 @@ pub struct ScanConfig {
     /// `kendall_top_partners`: each gene's `k` strongest partners instead
     /// of every pair (see [`crate::top_partners`]).
     pub top_k: Option<usize>,
+    /// How the gene columns are typed.
+    pub gene_ids: GeneIds,
 }
 
 /// The input after loading and ranking: shared by all partitions of a query.
@@ -157,7 +159,7 @@ impl KendallExec {
     ) -> Result<Self> {
         let full = match config.top_k {
             Some(_) => top_partners_schema(),
-            None => output_schema(),
+            None => output_schema_for(config.gene_ids),
         };
         let schema = Arc::new(full.project(&projection)?);
         let properties = PlanProperties::new(
@@ -695,6 +697,8 @@ struct PairStream {
     q_last: LastContext,
     batch_size: usize,
     remaining: Option<usize>,
+    /// Gene columns as dictionaries of the gene list (else strings).
+    dictionary: bool,
     projection: Vec<usize>,
     schema: SchemaRef,
     /// Numerators of the last block, not yet turned into rows.
@@ -769,6 +773,7 @@ impl PairStream {
             q_last: None,
             batch_size: config.batch_size,
             remaining: config.limit,
+            dictionary: config.gene_ids == GeneIds::Dictionary,
             projection,
             schema,
             pending: Vec::new(),
@@ -946,18 +951,22 @@ impl PairStream {
             ))
         };
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.projection.len());
+        let dictionary = self.dictionary;
+        let gene = |indices: &mut Vec<u32>| -> Result<ArrayRef> {
+            let indices = UInt32Array::from(std::mem::take(indices));
+            Ok(if dictionary {
+                Arc::new(DictionaryArray::<UInt32Type>::try_new(
+                    indices,
+                    Arc::new(genes.clone()),
+                )?)
+            } else {
+                take(genes, &indices, None)?
+            })
+        };
         for &c in &self.projection {
             columns.push(match c {
-                0 => take(
-                    genes,
-                    &UInt32Array::from(std::mem::take(&mut self.out_i)),
-                    None,
-                )?,
-                1 => take(
-                    genes,
-                    &UInt32Array::from(std::mem::take(&mut self.out_j)),
-                    None,
-                )?,
+                0 => gene(&mut self.out_i)?,
+                1 => gene(&mut self.out_j)?,
                 P_VALUE_COLUMN => float(&mut self.out_p),
                 Q_VALUE_COLUMN => float(&mut self.out_q),
                 N_COLUMN => Arc::new(Int64Array::from(std::mem::take(&mut self.out_n))),

@@ -14,6 +14,7 @@ use crate::input::{Absent, InputFormat, Layout, MissingValues};
 use crate::kernel::isa::SimdChoice;
 use crate::kernel::pvalue::PValueMethod;
 use crate::kernel::{KernelChoice, Variant};
+use crate::table::GeneIds;
 
 /// Default edge of a tile, in genes. Chosen with the `tile_size` benchmark
 /// (`cargo bench --bench kernels`, see README): for the naive and GSE kernels
@@ -94,6 +95,8 @@ kendall_options! {
     absent: Absent = Absent::Error,
     /// Pairs with fewer complete samples than this get NULL tau and p_value (pandas' min_periods).
     min_periods: MinPeriods = MinPeriods(1),
+    /// Type of kendall_all_pairs' and kendall_cross_pairs' gene columns: 'string' or 'dictionary' (4-byte indices into a gene list shared by every batch: smaller, faster outputs).
+    gene_ids: GeneIds = GeneIds::String,
 }
 
 impl ConfigExtension for KendallOptions {

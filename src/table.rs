@@ -7,7 +7,7 @@ use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::plan_err;
 use datafusion::common::stats::Precision;
-use datafusion::error::Result;
+use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::SessionState;
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::{ExecutionPlan, StatisticsArgs, StatisticsContext};
@@ -31,15 +31,69 @@ use crate::options::KendallOptions;
 /// when `p_value` is). `p_value`, `n` and `q_value` are computed only when a
 /// query reads them.
 pub fn output_schema() -> SchemaRef {
+    output_schema_for(GeneIds::String)
+}
+
+/// The output schema with the gene columns typed as `gene_ids` says.
+pub fn output_schema_for(gene_ids: GeneIds) -> SchemaRef {
+    let gene = gene_ids.data_type();
     Arc::new(Schema::new(vec![
-        Field::new("gene_i", DataType::Utf8, false),
-        Field::new("gene_j", DataType::Utf8, false),
+        Field::new("gene_i", gene.clone(), false),
+        Field::new("gene_j", gene, false),
         Field::new(TAU, DataType::Float64, true),
         Field::new(P_VALUE, DataType::Float64, true),
         Field::new("n", DataType::Int64, false),
         Field::new(Q_VALUE, DataType::Float64, true),
     ]))
 }
+
+/// How the gene columns of the pair output are typed (`SET kendall.gene_ids`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GeneIds {
+    /// Strings (`Utf8`), each row its own copy of both names.
+    #[default]
+    String,
+    /// `Dictionary(UInt32, Utf8)`: each row holds two 4-byte indices into
+    /// the gene list, which every batch shares. Smaller and faster for large
+    /// outputs and for hosts that keep them as categories (pandas).
+    Dictionary,
+}
+
+impl GeneIds {
+    /// The Arrow type of a gene column.
+    pub fn data_type(self) -> DataType {
+        match self {
+            GeneIds::String => DataType::Utf8,
+            GeneIds::Dictionary => {
+                DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8))
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for GeneIds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            GeneIds::String => "string",
+            GeneIds::Dictionary => "dictionary",
+        })
+    }
+}
+
+impl std::str::FromStr for GeneIds {
+    type Err = DataFusionError;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "string" => Ok(GeneIds::String),
+            "dictionary" => Ok(GeneIds::Dictionary),
+            other => Err(DataFusionError::Configuration(format!(
+                "kendall.gene_ids must be 'string' or 'dictionary', got '{other}'"
+            ))),
+        }
+    }
+}
+
+enum_config_field!(GeneIds);
 
 /// All gene pairs of one expression matrix, as a DataFusion table.
 ///
@@ -53,6 +107,8 @@ pub fn output_schema() -> SchemaRef {
 pub struct KendallTable {
     source: String,
     names: Vec<String>,
+    /// Fixed when the function is called (the schema depends on it).
+    gene_ids: GeneIds,
     schema: SchemaRef,
 }
 
@@ -63,8 +119,16 @@ impl KendallTable {
         Self {
             source,
             names,
+            gene_ids: GeneIds::String,
             schema: output_schema(),
         }
+    }
+
+    /// The same table with its gene columns typed as `gene_ids` says.
+    pub fn with_gene_ids(mut self, gene_ids: GeneIds) -> Self {
+        self.gene_ids = gene_ids;
+        self.schema = output_schema_for(gene_ids);
+        self
     }
 
     /// The source as the query named it.
@@ -111,10 +175,12 @@ impl TableProvider for KendallTable {
         let projection = projection
             .cloned()
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let mut config = planned.config;
+        config.gene_ids = self.gene_ids;
         Ok(Arc::new(KendallExec::try_new(
             planned.spec,
             planned.input,
-            planned.config,
+            config,
             projection,
         )?))
     }
@@ -278,6 +344,7 @@ pub(crate) async fn plan_scan(
         gene_predicate: gene_predicate.map(Arc::new),
         limit,
         top_k: None,
+        gene_ids: options.gene_ids,
     };
     Ok(PlannedScan {
         spec: Arc::new(spec),

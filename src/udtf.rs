@@ -7,6 +7,7 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::Expr;
 
 use crate::input::FN_NAME;
+use crate::options::KendallOptions;
 use crate::table::KendallTable;
 
 /// The table function `kendall_all_pairs(source [, gene_column])`.
@@ -44,7 +45,11 @@ impl TableFunctionImpl for KendallAllPairs {
         // The source is resolved and its schema checked when the query is
         // planned (`KendallTable::scan`), where DataFusion can await a
         // catalog or an object store.
-        Ok(Arc::new(KendallTable::new(source, names)))
+        // The gene columns' type is part of the schema, fixed now.
+        let options = KendallOptions::from_config(args.session().config_options())?;
+        Ok(Arc::new(
+            KendallTable::new(source, names).with_gene_ids(options.gene_ids),
+        ))
     }
 }
 

@@ -156,7 +156,8 @@ def corr(
     if genes not in ("columns", "rows"):
         raise ValueError(f"genes must be 'columns' or 'rows', got {genes!r}")
 
-    config = _datafusion.SessionConfig()
+    # Large batches: each batch crosses the FFI with fixed costs of its own.
+    config = _datafusion.SessionConfig().with_batch_size(65536)
     if partitions is not None:
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
             raise ValueError(f"partitions must be a whole number >= 1, got {partitions!r}")
@@ -170,6 +171,9 @@ def corr(
             "kernel": kernel,
         }
     )
+    # Gene columns as dictionaries of the gene list: 4 bytes a row, and
+    # pandas categories without converting millions of strings.
+    options["gene_ids"] = "dictionary"
     name = "dk_input_" + uuid.uuid4().hex
     ctx.from_arrow(table, name=name)
     for key, value in options.items():
@@ -187,10 +191,7 @@ def corr(
     if progress is None:
         progress = _in_notebook()
     result = _collect(df, progress)
-    frame = result.to_pandas()
-    if not square:
-        return frame
-    return _square(frame, gene_ids, pd)
+    return _to_pandas(result, gene_ids, square, pd)
 
 
 def _to_arrow(data: Any, genes: str):
@@ -206,11 +207,10 @@ def _to_arrow(data: Any, genes: str):
     if isinstance(data, np.ndarray):
         if data.ndim != 2:
             raise ValueError(f"corr() takes a 2-D array, got {data.ndim} dimensions")
-        if genes == "rows":
-            data = data.T
-        names = [str(i) for i in range(data.shape[1])]
-        table = pa.table({n: np.ascontiguousarray(data[:, i]) for i, n in enumerate(names)})
-        return table, {"layout": "genes_as_columns"}, names
+        x = data.T if genes == "rows" else data
+        if not (np.issubdtype(x.dtype, np.number) and not np.iscomplexobj(x)):
+            raise ValueError(f"corr() takes a numeric array, got dtype {x.dtype}")
+        return _matrix_table(x, [str(i) for i in range(x.shape[1])])
     try:
         import pandas as pd
     except ImportError:  # pragma: no cover - pandas is a dependency
@@ -232,9 +232,7 @@ def _to_arrow(data: Any, genes: str):
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
             raise ValueError(f"corr(): duplicate column (gene) name {dup!r}")
-        frame = data.set_axis(names, axis=1)
-        table = pa.Table.from_pandas(frame, preserve_index=False)
-        return table, {"layout": "genes_as_columns"}, names
+        return _matrix_table(data.to_numpy(dtype=np.float64, na_value=np.nan), names)
     if isinstance(data, pa.Table):
         if genes == "rows":
             ids = [str(g) for g in data.column(0).to_pylist()]
@@ -251,11 +249,34 @@ def _to_arrow(data: Any, genes: str):
     )
 
 
+def _matrix_table(x: Any, ids: list[str]):
+    """A samples x genes matrix as an Arrow table in whichever layout has
+    fewer columns (an Arrow column costs far more than a row): genes as rows
+    (a gene-id column and one column per sample) or genes as columns."""
+    import numpy as np
+    import pyarrow as pa
+
+    samples, m = x.shape
+    if samples + 1 < m:
+        rows = np.ascontiguousarray(x.T)  # genes x samples: each sample a column
+        columns = {"gene": pa.array(ids, pa.string())}
+        columns.update({f"s{k}": rows[:, k] for k in range(samples)})
+        # rows[:, k] is strided; Arrow copies it once into a column.
+        return pa.table(columns), {"layout": "genes_as_rows"}, ids
+    cols = np.asfortranarray(x)
+    return pa.table({g: cols[:, j] for j, g in enumerate(ids)}), {"layout": "genes_as_columns"}, ids
+
+
 def _numeric_only(names, types, is_numeric) -> None:
     """pandas' rule for ``corr``: every column is a variable, so a
     non-numeric one is an error (the SQL layout would skip it as a label)."""
     for name, t in zip(names, types):
-        if not is_numeric(t) or str(t) == "bool":
+        # numpy and pandas dtypes of ints and floats: kinds i, u, f (fast);
+        # others (Arrow types) by the given test.
+        kind = getattr(t, "kind", None)
+        if kind in ("i", "u", "f"):
+            continue
+        if kind == "b" or not is_numeric(t) or str(t) in ("bool", "boolean"):
             raise ValueError(
                 f"corr(): column {name!r} has type {t}; with genes as columns every column "
                 "is a gene and must be numeric (genes='rows' for gene ids in a column)"
@@ -306,9 +327,7 @@ def _anndata_to_arrow(adata: Any):
             {"gene": gene.cast(pa.string()), "sample": pa.array(samples), "value": pa.array(values)}
         )
         return table, {"layout": "long", "absent": "zero"}, ids
-    x = np.asarray(x)
-    table = pa.table({g: np.ascontiguousarray(x[:, i]) for i, g in enumerate(ids)})
-    return table, {"layout": "genes_as_columns"}, ids
+    return _matrix_table(np.asarray(x), ids)
 
 
 def _in_notebook() -> bool:
@@ -359,17 +378,55 @@ def _update(bar: Any) -> None:
         bar.update(pairs - bar.n)
 
 
-def _square(frame: Any, gene_ids: list[str], pd: Any):
+def _to_pandas(result: Any, gene_ids: list[str], square: bool, pd: Any):
+    """The engine's pairs (gene columns as dictionaries of the gene list) as
+    a long pandas frame with categorical gene columns, or a square matrix."""
     import numpy as np
+    import pyarrow as pa
 
-    m = len(gene_ids)
-    index = {g: i for i, g in enumerate(gene_ids)}
-    matrix = np.full((m, m), np.nan)
-    np.fill_diagonal(matrix, 1.0)
-    if len(frame):
-        i = frame["gene_i"].map(index).to_numpy()
-        j = frame["gene_j"].map(index).to_numpy()
-        tau = frame["tau"].to_numpy(dtype=float, na_value=np.nan)
+    def remap(names: list[str]) -> Any:
+        """Positions of the engine's gene list in gene_ids (None: the same)."""
+        if names == gene_ids:
+            return None
+        where = {g: k for k, g in enumerate(gene_ids)}
+        return np.array([where[g] for g in names], dtype=np.int64)
+
+    def codes(column: str) -> Any:
+        chunks = result.column(column).chunks
+        if not chunks:
+            return np.zeros(0, dtype=np.int64)
+        # Every batch shares the engine's gene list (the input's order):
+        # compared in Arrow, converted to Python once.
+        first = chunks[0].dictionary
+        if all(c.dictionary.equals(first) for c in chunks):
+            idx = pa.chunked_array([c.indices for c in chunks]).to_numpy()
+            mapping = remap(first.to_pylist())
+            return idx if mapping is None else mapping[idx]
+        parts = []
+        for chunk in chunks:
+            mapping = remap(chunk.dictionary.to_pylist())
+            idx = chunk.indices.to_numpy(zero_copy_only=False)
+            parts.append(idx if mapping is None else mapping[idx])
+        return np.concatenate(parts)
+
+    i, j = codes("gene_i"), codes("gene_j")
+    tau = result.column("tau").to_numpy()
+    if square:
+        m = len(gene_ids)
+        matrix = np.full((m, m), np.nan)
+        np.fill_diagonal(matrix, 1.0)
         matrix[i, j] = tau
         matrix[j, i] = tau
-    return pd.DataFrame(matrix, index=gene_ids, columns=gene_ids)
+        return pd.DataFrame(matrix, index=gene_ids, columns=gene_ids)
+    categories = pd.Index(gene_ids, dtype=object)
+    # pandas' own code width for this many categories (no second pass).
+    width = np.int16 if len(gene_ids) < 2**15 else np.int32
+    frame = {
+        "gene_i": pd.Categorical.from_codes(i.astype(width), categories=categories, validate=False),
+        "gene_j": pd.Categorical.from_codes(j.astype(width), categories=categories, validate=False),
+        "tau": tau,
+    }
+    if "p_value" in result.column_names:
+        frame["p_value"] = result.column("p_value").to_numpy()
+        frame["n"] = result.column("n").to_numpy()
+    return pd.DataFrame(frame)

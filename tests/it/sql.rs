@@ -572,3 +572,39 @@ async fn zero_inflated_counts_give_the_same_bits_with_auto_and_naive() {
     assert_eq!(auto.len(), genes * (genes - 1) / 2);
     assert_eq!(auto, naive);
 }
+
+#[tokio::test]
+async fn dictionary_gene_ids_give_the_same_rows() {
+    // kendall.gene_ids = 'dictionary' types the gene columns as dictionaries
+    // of the gene list; cast back to strings, every row is bit-identical.
+    let c = ctx(3);
+    let query = |f: &str| {
+        format!(
+            "SELECT arrow_cast(gene_i, 'Utf8') AS gene_i, arrow_cast(gene_j, 'Utf8') AS gene_j, \
+             tau, p_value, n FROM {f} WHERE abs(tau) >= 0.3 OR gene_j = '1053_at'"
+        )
+    };
+    for f in [
+        format!("kendall_all_pairs('{TIES}')"),
+        format!("kendall_cross_pairs('{TIES}', '{DEMO}')"),
+    ] {
+        let strings = common::sorted_bits(&run(&c, &query(&f)).await.unwrap());
+        run(&c, "SET kendall.gene_ids = 'dictionary'")
+            .await
+            .unwrap();
+        let typed = run(
+            &c,
+            &format!("SELECT arrow_typeof(gene_i) AS t FROM {f} LIMIT 1"),
+        )
+        .await
+        .unwrap();
+        let shown = pretty_format_batches(&typed).unwrap().to_string();
+        assert!(shown.contains("Dictionary(UInt32, Utf8)"), "{shown}");
+        let dictionary = common::sorted_bits(&run(&c, &query(&f)).await.unwrap());
+        run(&c, "SET kendall.gene_ids = 'string'").await.unwrap();
+        assert!(!strings.is_empty());
+        assert_eq!(strings, dictionary, "{f}");
+    }
+    let err = common::error(&c, "SET kendall.gene_ids = 'int'").await;
+    common::assert_contains(&err, &["kendall.gene_ids", "'string' or 'dictionary'"]);
+}
