@@ -241,6 +241,7 @@ pub struct GeneTies {
 /// gene has a single distinct value. Numerators and denominators are exact
 /// integers; the square root of tau-b is taken of the exact product when
 /// that product is exactly representable, so tau is rounded twice at most.
+#[inline]
 pub fn tau(variant: Variant, s: i64, samples: usize, u: GeneTies, v: GeneTies) -> f64 {
     let n0 = pair_count(samples);
     match variant {
@@ -250,13 +251,17 @@ pub fn tau(variant: Variant, s: i64, samples: usize, u: GeneTies, v: GeneTies) -
             if a == 0 || b == 0 {
                 return f64::NAN;
             }
-            let product = u128::from(a) * u128::from(b);
+            // sqrt(a·b) from the exact product while it converts exactly
+            // (< 2^53; a u64 product that overflows is far beyond that).
+            // Computed in u64, not u128: a u128 → f64 conversion is a
+            // library call, and this runs once per pair.
             let denom = if a == b {
                 a as f64
-            } else if product < (1u128 << 53) {
-                (product as f64).sqrt()
             } else {
-                (a as f64).sqrt() * (b as f64).sqrt()
+                match a.checked_mul(b) {
+                    Some(product) if product < (1u64 << 53) => (product as f64).sqrt(),
+                    _ => (a as f64).sqrt() * (b as f64).sqrt(),
+                }
             };
             (s as f64 / denom).clamp(-1.0, 1.0)
         }

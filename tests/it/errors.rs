@@ -405,6 +405,10 @@ async fn option_values_are_checked_and_named() {
             &["kendall.fdr", "'holm'", "'bh'", "'by'"],
         ),
         (
+            "SET kendall.gene_ids = 'int'",
+            &["kendall.gene_ids", "'int'", "'string' or 'dictionary'"],
+        ),
+        (
             "SET kendall.no_such_option = 1",
             &["kendall.no_such_option", "kendall.tile_size"],
         ),
@@ -463,6 +467,7 @@ async fn option_values_are_checked_and_named() {
             "kendall.absent",
             "kendall.fdr",
             "kendall.format",
+            "kendall.gene_ids",
             "kendall.kernel",
             "kendall.layout",
             "kendall.memory_limit",
