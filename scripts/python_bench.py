@@ -55,7 +55,7 @@ for k in args.k:
         if not times:
             continue
         t = statistics.median(times)
-        line = f"  {name:15s} {t:9.3f} s  {pairs / t:10.3e} pairs/s"
+        line = f"  {name:15s} {t:9.3f} s (min {min(times):.3f})  {pairs / t:10.3e} pairs/s"
         if runs["pandas"] and name != "pandas":
             line += f"  {statistics.median(runs['pandas']) / t:7.1f}x pandas"
         print(line)

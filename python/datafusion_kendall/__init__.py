@@ -156,8 +156,9 @@ def corr(
     if genes not in ("columns", "rows"):
         raise ValueError(f"genes must be 'columns' or 'rows', got {genes!r}")
 
-    # Large batches: each batch crosses the FFI with fixed costs of its own.
-    config = _datafusion.SessionConfig().with_batch_size(65536)
+    # Large batches: each crosses the FFI and is converted with fixed costs
+    # of its own, and the whole result is held in memory anyway.
+    config = _datafusion.SessionConfig().with_batch_size(1 << 20)
     if partitions is not None:
         if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
             raise ValueError(f"partitions must be a whole number >= 1, got {partitions!r}")
