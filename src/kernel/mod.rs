@@ -255,13 +255,14 @@ pub fn tau(variant: Variant, s: i64, samples: usize, u: GeneTies, v: GeneTies) -
             // (< 2^53; a u64 product that overflows is far beyond that).
             // Computed in u64, not u128: a u128 → f64 conversion is a
             // library call, and this runs once per pair.
-            let denom = if a == b {
-                a as f64
-            } else {
-                match a.checked_mul(b) {
-                    Some(product) if product < (1u64 << 53) => (product as f64).sqrt(),
-                    _ => (a as f64).sqrt() * (b as f64).sqrt(),
-                }
+            // No branch on a == b while the product is exact: sqrt(a²) is
+            // then exactly a (a correctly rounded square root of an exactly
+            // representable square), and whether a pair's genes have equal
+            // tie counts is a coin flip the branch predictor would lose.
+            let denom = match a.checked_mul(b) {
+                Some(product) if product < (1u64 << 53) => (product as f64).sqrt(),
+                _ if a == b => a as f64,
+                _ => (a as f64).sqrt() * (b as f64).sqrt(),
             };
             (s as f64 / denom).clamp(-1.0, 1.0)
         }
@@ -468,6 +469,20 @@ impl PairKernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn square_roots_of_exact_squares_are_exact() {
+        // tau-b's denominator relies on it when both genes have the same
+        // tie count: sqrt(a·a) == a for every a with a·a < 2^53.
+        let last = 94_906_265u64; // floor(sqrt(2^53))
+        assert!(last * last < 1 << 53 && (last + 1) * (last + 1) > 1 << 53);
+        let mut a = 0u64;
+        while a <= last {
+            assert_eq!(((a * a) as f64).sqrt(), a as f64, "{a}");
+            a += if a < 1 << 20 { 1 } else { 9_973 };
+        }
+        assert_eq!(((last * last) as f64).sqrt(), last as f64);
+    }
 
     #[test]
     fn tau_b_of_constant_gene_is_nan() {
