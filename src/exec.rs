@@ -801,10 +801,56 @@ impl PairStream {
         self.remaining == Some(0) || (self.exhausted && self.pending_pos >= self.pending.len())
     }
 
+    /// The next `run` pending pairs of a matrix without gaps into rows, for
+    /// a query that reads no p- or q-value, has no gene filter and no top
+    /// partners: the same rows as [`PairStream::fill`]'s general loop,
+    /// without its per-pair checks. At most `run` rows are added.
+    fn fill_plain(&mut self, m: &RankedMatrix, run: usize) {
+        let pairs = &self.pending[self.pending_pos..self.pending_pos + run];
+        self.pending_pos += run;
+        let n = m.samples();
+        // Every pair shares all n samples: valid for all or for none.
+        let valid = n >= self.min_periods;
+        let variant = self.variant;
+        let tau_of = |p: &PairNumerator| {
+            if valid {
+                tau(variant, p.s, n, m.ties(p.i as usize), m.ties(p.j as usize))
+            } else {
+                f64::NAN
+            }
+        };
+        let before = self.out_tau.len();
+        match &self.predicate {
+            None => {
+                self.out_i.extend(pairs.iter().map(|p| p.i));
+                self.out_j.extend(pairs.iter().map(|p| p.j));
+                self.out_tau.extend(pairs.iter().map(tau_of));
+            }
+            // A NULL tau passes no comparison.
+            Some(_) if !valid => {}
+            Some(pred) => {
+                for p in pairs {
+                    let t = tau_of(p);
+                    if pred.eval(&PairValues::tau(t)) {
+                        self.out_i.push(p.i);
+                        self.out_j.push(p.j);
+                        self.out_tau.push(t);
+                    }
+                }
+            }
+        }
+        let added = self.out_tau.len() - before;
+        self.out_valid.resize(self.out_valid.len() + added, valid);
+        if self.wants_n {
+            self.out_n.resize(self.out_n.len() + added, n as i64);
+        }
+    }
+
     /// Computes pairs until the batch is full, the partition is done, or the
     /// poll budget (ending at `deadline`, set at `now`) is spent.
     fn fill(&mut self, now: Instant, deadline: Instant) {
-        let _timer = self.metrics.kernel_time.timer();
+        let kernel_time = self.metrics.kernel_time.clone();
+        let _timer = kernel_time.timer();
         let capacity = self.capacity();
         let prepared = Arc::clone(&self.prepared);
         let m = &prepared.matrix;
@@ -814,7 +860,38 @@ impl PairStream {
         // Rows built since the clock was last read, and how many may be
         // before the next read (locals: this loop runs once per pair).
         let (mut built, mut spacing) = (0usize, self.pacer.rows_per_check());
+        // The common case — every gene complete, no gene filter, no top
+        // partners, nothing read but tau and n, at most a filter on tau —
+        // takes a tight loop per run of pairs (`fill_plain`): at tens of
+        // nanoseconds a pair, the general loop's checks cost as much as the
+        // kernel.
+        let plain = prepared.gene_filter.is_none()
+            && self.top.is_none()
+            && !self.keep_p
+            && !self.keep_q
+            && !self.filter_reads_p
+            && !self.filter_reads_q
+            && !m.any_gaps();
         loop {
+            if plain {
+                while self.pending_pos < self.pending.len() {
+                    if self.out_tau.len() >= capacity {
+                        return;
+                    }
+                    if built >= spacing {
+                        if self.pacer.rows_done(built, deadline) {
+                            return;
+                        }
+                        (built, spacing) = (0, self.pacer.rows_per_check());
+                    }
+                    // Pairs looked at, not rows kept, as below.
+                    let run = (self.pending.len() - self.pending_pos)
+                        .min(spacing - built)
+                        .min(capacity - self.out_tau.len());
+                    self.fill_plain(m, run);
+                    built += run;
+                }
+            }
             while self.pending_pos < self.pending.len() {
                 if self.out_tau.len() >= capacity {
                     return;

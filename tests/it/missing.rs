@@ -384,3 +384,51 @@ async fn min_periods_zero_keeps_every_tau() {
     let plan = crate::common::plan(&ctx, &format!("EXPLAIN {ALL}")).await;
     assert!(plan.contains("min_periods=0"), "{plan}");
 }
+
+/// A complete matrix with `min_periods` above its sample count: every tau is
+/// NULL (not NaN), every pair is still a row with its `n`, and no comparison
+/// of tau passes (the plain loop for complete matrices decides this for
+/// whole runs of pairs at once).
+#[tokio::test]
+async fn min_periods_above_the_sample_count_of_a_complete_matrix() {
+    let ctx = crate::common::ctx(2);
+    let ties = "tests/data/bladder_ties.parquet";
+    let all = crate::common::run(
+        &ctx,
+        &format!(
+            "SET kendall.min_periods = 58; SELECT count(*) AS rows, count(tau) AS taus, \
+             min(n) AS n_min, max(n) AS n_max FROM kendall_all_pairs('{ties}')"
+        ),
+    )
+    .await
+    .unwrap();
+    let shown = datafusion::arrow::util::pretty::pretty_format_batches(&all)
+        .unwrap()
+        .to_string();
+    assert!(shown.contains("| 1830 | 0    | 57    | 57    |"), "{shown}");
+    let kept = crate::common::run(
+        &ctx,
+        &format!("SELECT count(*) AS c FROM kendall_all_pairs('{ties}') WHERE tau > -2"),
+    )
+    .await
+    .unwrap();
+    let shown = datafusion::arrow::util::pretty::pretty_format_batches(&kept)
+        .unwrap()
+        .to_string();
+    assert!(shown.contains("| 0 |"), "{shown}");
+    // At 57 the same query keeps every pair but the constant probe's NaNs...
+    let at_n = crate::common::run(
+        &ctx,
+        &format!(
+            "SET kendall.min_periods = 57; SELECT count(tau) AS taus \
+             FROM kendall_all_pairs('{ties}') WHERE tau > -2"
+        ),
+    )
+    .await
+    .unwrap();
+    let shown = datafusion::arrow::util::pretty::pretty_format_batches(&at_n)
+        .unwrap()
+        .to_string();
+    // ...which DataFusion orders above every number, so they pass too.
+    assert!(shown.contains("| 1830 |"), "{shown}");
+}
