@@ -392,42 +392,57 @@ def _to_pandas(result: Any, gene_ids: list[str], square: bool, pd: Any):
         where = {g: k for k, g in enumerate(gene_ids)}
         return np.array([where[g] for g in names], dtype=np.int64)
 
+    rows = result.num_rows
+    m = len(gene_ids)
+    # pandas' own code width for m categories, so from_codes keeps the array.
+    width = np.int8 if m < 2**7 else np.int16 if m < 2**15 else np.int32 if m < 2**31 else np.int64
+
     def codes(column: str) -> Any:
+        """The column's dictionary codes as positions in gene_ids, written
+        batch by batch into one array (no intermediate copies: at millions
+        of rows, fresh memory is what costs)."""
+        out = np.empty(rows, dtype=width)
         chunks = result.column(column).chunks
         if not chunks:
-            return np.zeros(0, dtype=np.int64)
+            return out
         # Every batch shares the engine's gene list (the input's order):
         # compared in Arrow, converted to Python once.
         first = chunks[0].dictionary
-        if all(c.dictionary.equals(first) for c in chunks):
-            idx = pa.chunked_array([c.indices for c in chunks]).to_numpy()
-            mapping = remap(first.to_pylist())
-            return idx if mapping is None else mapping[idx]
-        parts = []
+        first_map = remap(first.to_pylist())
+        pos = 0
         for chunk in chunks:
-            mapping = remap(chunk.dictionary.to_pylist())
+            d = chunk.dictionary
+            mapping = first_map if d.equals(first) else remap(d.to_pylist())
             idx = chunk.indices.to_numpy(zero_copy_only=False)
-            parts.append(idx if mapping is None else mapping[idx])
-        return np.concatenate(parts)
+            out[pos : pos + len(idx)] = idx if mapping is None else mapping[idx]
+            pos += len(idx)
+        return out
+
+    def values(column: str, dtype: Any) -> Any:
+        out = np.empty(rows, dtype=dtype)
+        pos = 0
+        for chunk in result.column(column).chunks:
+            # Floats: nulls (too few shared samples) become NaN.
+            part = chunk.to_numpy(zero_copy_only=False)
+            out[pos : pos + len(part)] = part
+            pos += len(part)
+        return out
 
     i, j = codes("gene_i"), codes("gene_j")
-    tau = result.column("tau").to_numpy()
+    tau = values("tau", np.float64)
     if square:
-        m = len(gene_ids)
         matrix = np.full((m, m), np.nan)
         np.fill_diagonal(matrix, 1.0)
         matrix[i, j] = tau
         matrix[j, i] = tau
         return pd.DataFrame(matrix, index=gene_ids, columns=gene_ids)
     categories = pd.Index(gene_ids, dtype=object)
-    # pandas' own code width for this many categories (no second pass).
-    width = np.int16 if len(gene_ids) < 2**15 else np.int32
     frame = {
-        "gene_i": pd.Categorical.from_codes(i.astype(width), categories=categories, validate=False),
-        "gene_j": pd.Categorical.from_codes(j.astype(width), categories=categories, validate=False),
+        "gene_i": pd.Categorical.from_codes(i, categories=categories, validate=False),
+        "gene_j": pd.Categorical.from_codes(j, categories=categories, validate=False),
         "tau": tau,
     }
     if "p_value" in result.column_names:
-        frame["p_value"] = result.column("p_value").to_numpy()
-        frame["n"] = result.column("n").to_numpy()
-    return pd.DataFrame(frame)
+        frame["p_value"] = values("p_value", np.float64)
+        frame["n"] = values("n", np.int64)
+    return pd.DataFrame(frame, copy=False)
