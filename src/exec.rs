@@ -801,40 +801,99 @@ impl PairStream {
         self.remaining == Some(0) || (self.exhausted && self.pending_pos >= self.pending.len())
     }
 
-    /// The next `run` pending pairs of a matrix without gaps into rows, for
-    /// a query that reads no p- or q-value, has no gene filter and no top
-    /// partners: the same rows as [`PairStream::fill`]'s general loop,
-    /// without its per-pair checks. At most `run` rows are added.
+    /// The next `run` pending pairs of a matrix without gaps into rows (or,
+    /// for top partners, offered to the genes' bounded state), for a query
+    /// that reads no p-value and has no gene filter: the same rows as
+    /// [`PairStream::fill`]'s general loop, without its per-pair checks. At
+    /// most `run` rows are added.
     fn fill_plain(&mut self, m: &RankedMatrix, run: usize) {
+        let prepared = Arc::clone(&self.prepared);
         let pairs = &self.pending[self.pending_pos..self.pending_pos + run];
         self.pending_pos += run;
         let n = m.samples();
         // Every pair shares all n samples: valid for all or for none.
         let valid = n >= self.min_periods;
         let variant = self.variant;
-        let tau_of = |p: &PairNumerator| {
+        // A function, not a closure: LLVM left the closure out of line (a
+        // call per pair) once several loops called it.
+        #[inline(always)]
+        fn pair_tau(
+            m: &RankedMatrix,
+            variant: Variant,
+            n: usize,
+            valid: bool,
+            p: &PairNumerator,
+        ) -> f64 {
             if valid {
                 tau(variant, p.s, n, m.ties(p.i as usize), m.ties(p.j as usize))
             } else {
                 f64::NAN
             }
+        }
+        if let Some(top) = &mut self.top {
+            if valid {
+                for p in pairs {
+                    let t = pair_tau(m, variant, n, valid, p);
+                    if !t.is_nan() {
+                        top.offer(p.i, p.j, t, p.s);
+                    }
+                }
+            }
+            return;
+        }
+        let q_last = &mut self.q_last;
+        let mut q_of = |p: &PairNumerator| match &prepared.qvalues {
+            Some(q) if valid => {
+                let stats = m.pair_stats(p.i as usize, p.j as usize);
+                q.q_value(q_last, (p.i as usize, p.j as usize), &stats, p.s)
+            }
+            _ => f64::NAN,
         };
         let before = self.out_tau.len();
         match &self.predicate {
-            None => {
+            None if !self.keep_q => {
                 self.out_i.extend(pairs.iter().map(|p| p.i));
                 self.out_j.extend(pairs.iter().map(|p| p.j));
-                self.out_tau.extend(pairs.iter().map(tau_of));
+                self.out_tau
+                    .extend(pairs.iter().map(|p| pair_tau(m, variant, n, valid, p)));
+            }
+            None => {
+                for p in pairs {
+                    self.out_i.push(p.i);
+                    self.out_j.push(p.j);
+                    self.out_tau.push(pair_tau(m, variant, n, valid, p));
+                    self.out_q.push(q_of(p));
+                }
             }
             // A NULL tau passes no comparison.
             Some(_) if !valid => {}
-            Some(pred) => {
+            // A filter on tau alone, nothing else to keep: the hot loop of a
+            // thresholded network (most pairs fail), kept free of q.
+            Some(pred) if !self.filter_reads_q && !self.keep_q => {
                 for p in pairs {
-                    let t = tau_of(p);
+                    let t = pair_tau(m, variant, n, valid, p);
                     if pred.eval(&PairValues::tau(t)) {
                         self.out_i.push(p.i);
                         self.out_j.push(p.j);
                         self.out_tau.push(t);
+                    }
+                }
+            }
+            Some(pred) => {
+                for p in pairs {
+                    let t = pair_tau(m, variant, n, valid, p);
+                    let mut values = PairValues::tau(t);
+                    let mut q = None;
+                    if self.filter_reads_q {
+                        values.q_value = *q.insert(q_of(p));
+                    }
+                    if pred.eval(&values) {
+                        self.out_i.push(p.i);
+                        self.out_j.push(p.j);
+                        self.out_tau.push(t);
+                        if self.keep_q {
+                            self.out_q.push(q.unwrap_or_else(|| q_of(p)));
+                        }
                     }
                 }
             }
@@ -860,18 +919,12 @@ impl PairStream {
         // Rows built since the clock was last read, and how many may be
         // before the next read (locals: this loop runs once per pair).
         let (mut built, mut spacing) = (0usize, self.pacer.rows_per_check());
-        // The common case — every gene complete, no gene filter, no top
-        // partners, nothing read but tau and n, at most a filter on tau —
-        // takes a tight loop per run of pairs (`fill_plain`): at tens of
-        // nanoseconds a pair, the general loop's checks cost as much as the
-        // kernel.
-        let plain = prepared.gene_filter.is_none()
-            && self.top.is_none()
-            && !self.keep_p
-            && !self.keep_q
-            && !self.filter_reads_p
-            && !self.filter_reads_q
-            && !m.any_gaps();
+        // The common case — every gene complete, no gene filter, no
+        // p-value read — takes a tight loop per run of pairs (`fill_plain`):
+        // at tens of nanoseconds a pair, the general loop's checks cost as
+        // much as the kernel.
+        let plain =
+            prepared.gene_filter.is_none() && !self.keep_p && !self.filter_reads_p && !m.any_gaps();
         loop {
             if plain {
                 while self.pending_pos < self.pending.len() {

@@ -241,7 +241,9 @@ pub struct GeneTies {
 /// gene has a single distinct value. Numerators and denominators are exact
 /// integers; the square root of tau-b is taken of the exact product when
 /// that product is exactly representable, so tau is rounded twice at most.
-#[inline]
+// Always inlined: it runs once per pair, and out of line its call costs
+// as much as its arithmetic (LLVM stops inlining it where several loops call it).
+#[inline(always)]
 pub fn tau(variant: Variant, s: i64, samples: usize, u: GeneTies, v: GeneTies) -> f64 {
     let n0 = pair_count(samples);
     match variant {
