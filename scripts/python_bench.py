@@ -26,6 +26,9 @@ ap.add_argument("input")
 ap.add_argument("k", type=int, nargs="+")
 ap.add_argument("--repeat", type=int, default=3)
 ap.add_argument("--gene-column", default="gene_id")
+ap.add_argument("--blocks", action="store_true",
+                help="run each tool's R repetitions back to back instead of alternating "
+                     "(the first dk.corr after pandas' corr pays for memory pandas freed)")
 ap.add_argument("--no-pandas-above", type=int, default=10**9,
                 help="skip pandas for K above this (it takes minutes)")
 args = ap.parse_args()
@@ -37,20 +40,22 @@ for k in args.k:
     pairs = k * (k - 1) // 2
     runs = {"pandas": [], "dk.corr": [], "dk.corr square": []}
     results = {}
-    for _ in range(args.repeat):
-        for name in runs:
-            if name == "pandas" and k > args.no_pandas_above:
-                continue
-            start = time.perf_counter()
-            if name == "pandas":
-                out = frame.corr(method="kendall")
-            elif name == "dk.corr":
-                out = dk.corr(frame)
-            else:
-                out = dk.corr(frame, square=True)
-            runs[name].append(time.perf_counter() - start)
-            results[name] = out
-    print(f"{k} genes x {n} samples = {pairs} pairs, median of {args.repeat}:")
+    order = ([name for name in runs for _ in range(args.repeat)] if args.blocks
+             else [name for _ in range(args.repeat) for name in runs])
+    for name in order:
+        if name == "pandas" and k > args.no_pandas_above:
+            continue
+        start = time.perf_counter()
+        if name == "pandas":
+            out = frame.corr(method="kendall")
+        elif name == "dk.corr":
+            out = dk.corr(frame)
+        else:
+            out = dk.corr(frame, square=True)
+        runs[name].append(time.perf_counter() - start)
+        results[name] = out
+    mode = "back to back" if args.blocks else "alternated"
+    print(f"{k} genes x {n} samples = {pairs} pairs, median of {args.repeat} ({mode}):")
     for name, times in runs.items():
         if not times:
             continue
