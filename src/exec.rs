@@ -905,6 +905,30 @@ impl PairStream {
         }
     }
 
+    /// Whether [`PairStream::fill`] must stop before the next pair: the
+    /// batch holds `capacity` rows, or `built` pairs (since the clock was
+    /// last read, at most `spacing` before the next read) took the poll
+    /// past `deadline`. Reading the clock resets `built` and `spacing`.
+    #[inline(always)]
+    fn must_pause(
+        &mut self,
+        capacity: usize,
+        deadline: Instant,
+        built: &mut usize,
+        spacing: &mut usize,
+    ) -> bool {
+        if self.out_tau.len() >= capacity {
+            return true;
+        }
+        if *built >= *spacing {
+            if self.pacer.rows_done(*built, deadline) {
+                return true;
+            }
+            (*built, *spacing) = (0, self.pacer.rows_per_check());
+        }
+        false
+    }
+
     /// Computes pairs until the batch is full, the partition is done, or the
     /// poll budget (ending at `deadline`, set at `now`) is spent.
     fn fill(&mut self, now: Instant, deadline: Instant) {
@@ -928,14 +952,8 @@ impl PairStream {
         loop {
             if plain {
                 while self.pending_pos < self.pending.len() {
-                    if self.out_tau.len() >= capacity {
+                    if self.must_pause(capacity, deadline, &mut built, &mut spacing) {
                         return;
-                    }
-                    if built >= spacing {
-                        if self.pacer.rows_done(built, deadline) {
-                            return;
-                        }
-                        (built, spacing) = (0, self.pacer.rows_per_check());
                     }
                     // Pairs looked at, not rows kept, as below.
                     let run = (self.pending.len() - self.pending_pos)
@@ -946,14 +964,8 @@ impl PairStream {
                 }
             }
             while self.pending_pos < self.pending.len() {
-                if self.out_tau.len() >= capacity {
+                if self.must_pause(capacity, deadline, &mut built, &mut spacing) {
                     return;
-                }
-                if built >= spacing {
-                    if self.pacer.rows_done(built, deadline) {
-                        return;
-                    }
-                    (built, spacing) = (0, self.pacer.rows_per_check());
                 }
                 built += 1;
                 let p = self.pending[self.pending_pos];
