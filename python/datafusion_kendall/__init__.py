@@ -233,7 +233,16 @@ def _to_arrow(data: Any, genes: str):
         if len(set(names)) != len(names):
             dup = next(n for n in names if names.count(n) > 1)
             raise ValueError(f"corr(): duplicate column (gene) name {dup!r}")
-        return _matrix_table(data.to_numpy(dtype=np.float64, na_value=np.nan), names)
+        kinds = {t for t in data.dtypes}
+        only = next(iter(kinds)) if len(kinds) == 1 else None
+        if isinstance(only, np.dtype) and only.kind in "iuf":
+            # One plain numpy dtype: passed as it is (integers stay exact
+            # beyond 2^53, as the engine compares them).
+            x = data.to_numpy()
+        else:
+            # Mixed or nullable columns: float64, with pd.NA as NaN (missing).
+            x = data.to_numpy(dtype=np.float64, na_value=np.nan)
+        return _matrix_table(x, names)
     if isinstance(data, pa.Table):
         if genes == "rows":
             ids = [str(g) for g in data.column(0).to_pylist()]

@@ -192,6 +192,17 @@ def test_corr_of_numpy_and_arrow_and_rows():
     assert np.nanmax(np.abs(by_frame_rows.to_numpy() - expected)) <= TOL
 
 
+def test_corr_keeps_integers_exact_and_nullable_values_missing():
+    # 2^53 and 2^53 + 1 are one float64 but two integers: no tie in int64.
+    big = 2**53
+    ints = pd.DataFrame({"a": [big, big + 1, big + 2], "b": [1, 2, 3]})
+    assert dk.corr(ints)["tau"].tolist() == [1.0]
+    nullable = pd.DataFrame({"a": pd.array([1, 2, None, 4], dtype="Int64"),
+                             "b": [1.0, 2.0, 3.0, 5.0]})
+    got = dk.corr(nullable, p_values=True)
+    assert got["tau"].tolist() == [1.0] and got["n"].tolist() == [3]
+
+
 def scipy_pairs(x: np.ndarray, ids: list[str]) -> pd.DataFrame:
     rows = []
     for i in range(x.shape[1]):
