@@ -17,11 +17,12 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, DictionaryArray, Float64Array, Int64Array, StringArray, UInt32Array,
+    Array, ArrayRef, DictionaryArray, Float64Array, Int32Array, Int64Array, StringArray,
+    UInt32Array,
 };
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::take;
-use datafusion::arrow::datatypes::{SchemaRef, UInt32Type};
+use datafusion::arrow::datatypes::{Int32Type, SchemaRef};
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
@@ -103,10 +104,71 @@ pub struct ScanConfig {
     pub gene_ids: GeneIds,
 }
 
+/// Dictionary-typed gene columns: the distinct gene names, and each gene
+/// position's key into them. Positions and keys differ only when names
+/// repeat (kendall_cross_pairs over two matrices sharing genes): a
+/// dictionary with repeated values is valid Arrow, but pandas and others
+/// take a key for a name.
+#[derive(Debug)]
+struct GeneDictionary {
+    values: ArrayRef,
+    /// The key of each gene position; `None` when it is the position.
+    keys: Option<Vec<i32>>,
+}
+
+impl GeneDictionary {
+    fn new(genes: &StringArray) -> Result<Self> {
+        if i32::try_from(genes.len()).is_err() {
+            return Err(DataFusionError::Execution(format!(
+                "kendall.gene_ids = 'dictionary' holds at most {} genes, got {}",
+                i32::MAX,
+                genes.len()
+            )));
+        }
+        let mut seen: std::collections::HashMap<&str, i32> =
+            std::collections::HashMap::with_capacity(genes.len());
+        let mut distinct: Vec<&str> = Vec::new();
+        let keys: Vec<i32> = (0..genes.len())
+            .map(|g| {
+                let name = genes.value(g);
+                *seen.entry(name).or_insert_with(|| {
+                    distinct.push(name);
+                    (distinct.len() - 1) as i32
+                })
+            })
+            .collect();
+        if distinct.len() == genes.len() {
+            return Ok(Self {
+                values: Arc::new(genes.clone()),
+                keys: None,
+            });
+        }
+        Ok(Self {
+            values: Arc::new(StringArray::from_iter_values(distinct)),
+            keys: Some(keys),
+        })
+    }
+
+    /// The dictionary column of gene positions `indices`.
+    fn column(&self, indices: Vec<u32>) -> Result<ArrayRef> {
+        let keys: Int32Array = match &self.keys {
+            Some(map) => indices.iter().map(|&g| map[g as usize]).collect(),
+            // Positions fit i32 (checked in `new`).
+            None => indices.into_iter().map(|g| g as i32).collect(),
+        };
+        Ok(Arc::new(DictionaryArray::<Int32Type>::try_new(
+            keys,
+            Arc::clone(&self.values),
+        )?))
+    }
+}
+
 /// The input after loading and ranking: shared by all partitions of a query.
 #[derive(Debug)]
 struct Prepared {
     genes: StringArray,
+    /// The gene columns' dictionary, when they are dictionaries.
+    dictionary: Option<GeneDictionary>,
     /// The kernel, resolved for the loaded shape.
     kernel: KernelKind,
     matrix: RankedMatrix,
@@ -429,7 +491,12 @@ fn prepare(
     };
     let top = config.top_k.map(|_| TopCollector::new(config.partitions));
     checkpoint()?;
+    let dictionary = match config.gene_ids {
+        GeneIds::Dictionary => Some(GeneDictionary::new(&gene_ids)?),
+        GeneIds::String => None,
+    };
     Ok(Prepared {
+        dictionary,
         genes: gene_ids,
         kernel,
         matrix,
@@ -697,8 +764,6 @@ struct PairStream {
     q_last: LastContext,
     batch_size: usize,
     remaining: Option<usize>,
-    /// Gene columns as dictionaries of the gene list (else strings).
-    dictionary: bool,
     projection: Vec<usize>,
     schema: SchemaRef,
     /// Numerators of the last block, not yet turned into rows.
@@ -773,7 +838,6 @@ impl PairStream {
             q_last: None,
             batch_size: config.batch_size,
             remaining: config.limit,
-            dictionary: config.gene_ids == GeneIds::Dictionary,
             projection,
             schema,
             pending: Vec::new(),
@@ -1093,17 +1157,13 @@ impl PairStream {
             ))
         };
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.projection.len());
-        let dictionary = self.dictionary;
+        let dictionary = self.prepared.dictionary.as_ref();
         let gene = |indices: &mut Vec<u32>| -> Result<ArrayRef> {
-            let indices = UInt32Array::from(std::mem::take(indices));
-            Ok(if dictionary {
-                Arc::new(DictionaryArray::<UInt32Type>::try_new(
-                    indices,
-                    Arc::new(genes.clone()),
-                )?)
-            } else {
-                take(genes, &indices, None)?
-            })
+            let indices = std::mem::take(indices);
+            match dictionary {
+                Some(d) => d.column(indices),
+                None => Ok(take(genes, &UInt32Array::from(indices), None)?),
+            }
         };
         for &c in &self.projection {
             columns.push(match c {

@@ -53,9 +53,10 @@ pub enum GeneIds {
     /// Strings (`Utf8`), each row its own copy of both names.
     #[default]
     String,
-    /// `Dictionary(UInt32, Utf8)`: each row holds two 4-byte indices into
-    /// the gene list, which every batch shares. Smaller and faster for large
-    /// outputs and for hosts that keep them as categories (pandas).
+    /// `Dictionary(Int32, Utf8)`: each row holds two 4-byte keys into the
+    /// distinct gene names, which every batch shares. Smaller and faster for
+    /// large outputs and for hosts that keep them as categories (pandas,
+    /// which takes signed keys only).
     Dictionary,
 }
 
@@ -65,7 +66,7 @@ impl GeneIds {
         match self {
             GeneIds::String => DataType::Utf8,
             GeneIds::Dictionary => {
-                DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8))
+                DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
             }
         }
     }

@@ -108,7 +108,8 @@ def corr(
             array, or an AnnData object. For frames, tables and arrays the
             columns are the genes and the rows the samples, as in pandas'
             ``corr`` (``genes="rows"`` for the other way round: then a frame's
-            index, or else its first string column, holds the gene ids). For
+            first column holds the gene ids if it holds strings, else its
+            index does; a table's first string column holds them). For
             AnnData the genes are ``var_names`` and the cells the samples;
             ``.X`` may be dense or a scipy sparse matrix (absent entries are
             zeros, passed as (gene, cell, value) triples without densifying).
@@ -151,8 +152,12 @@ def corr(
         raise ValueError(f"method must be 'a', 'b', 'c' or 'kendall', got {method!r}")
     if isinstance(min_periods, bool) or not isinstance(min_periods, int) or min_periods < 1:
         raise ValueError(f"min_periods must be a whole number >= 1, got {min_periods!r}")
-    if threshold is not None and (not isinstance(threshold, (int, float)) or math.isnan(threshold)):
-        raise ValueError(f"threshold must be a number, got {threshold!r}")
+    if threshold is not None and (
+        isinstance(threshold, bool)
+        or not isinstance(threshold, (int, float))
+        or not math.isfinite(threshold)
+    ):
+        raise ValueError(f"threshold must be a finite number, got {threshold!r}")
     if genes not in ("columns", "rows"):
         raise ValueError(f"genes must be 'columns' or 'rows', got {genes!r}")
 
@@ -245,7 +250,15 @@ def _to_arrow(data: Any, genes: str):
         return _matrix_table(x, names)
     if isinstance(data, pa.Table):
         if genes == "rows":
-            ids = [str(g) for g in data.column(0).to_pylist()]
+            # The engine's default gene column: the first string column.
+            strings = [
+                k
+                for k, t in enumerate(data.schema.types)
+                if pa.types.is_string(t) or pa.types.is_large_string(t)
+            ]
+            if not strings:
+                raise ValueError("corr(): with genes='rows' a table needs a string column of gene ids")
+            ids = [str(g) for g in data.column(strings[0]).to_pylist()]
             return data, {"layout": "genes_as_rows"}, ids
         _numeric_only(
             data.column_names,

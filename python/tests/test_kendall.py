@@ -114,6 +114,15 @@ def test_registered_pandas_frame_is_an_input():
     assert_close(ours, reference("bladder_ties_reference.csv"), ["tau", "p_value"])
 
 
+def test_dictionary_gene_ids_reach_pandas_as_categories():
+    ctx = dk.context()
+    ctx.sql("SET kendall.gene_ids = 'dictionary'")
+    got = ctx.sql(f"SELECT gene_i, gene_j, tau, p_value FROM kendall_all_pairs('{TIES}')").to_pandas()
+    assert isinstance(got["gene_i"].dtype, pd.CategoricalDtype)
+    got = got.astype({"gene_i": str, "gene_j": str})
+    assert_close(got, reference("bladder_ties_reference.csv"), ["tau", "p_value"])
+
+
 def test_other_table_functions_are_registered():
     ctx = dk.context()
     top = ctx.sql(f"SELECT count(*) AS n FROM kendall_top_partners('{TIES}', 3)").to_pandas()
@@ -238,6 +247,8 @@ def test_bad_input_raises_our_message():
     # corr()'s own checks, before anything runs.
     with pytest.raises(ValueError, match="column 'b' has type"):
         dk.corr(pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]}))
+    with pytest.raises(ValueError, match="finite"):
+        dk.corr(pd.DataFrame({"a": [1.0, 2.0], "b": [2.0, 1.0]}), threshold=float("inf"))
     with pytest.raises(ValueError, match="method"):
         dk.corr(pd.DataFrame({"a": [1.0, 2.0], "b": [2.0, 1.0]}), method="pearson")
     with pytest.raises(TypeError, match="corr\\(\\) takes"):

@@ -3,6 +3,7 @@
 use crate::common;
 
 use crate::common::{Pair, by_key, ctx, head_parquet, pairs, reference, run};
+use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::util::pretty::pretty_format_batches;
 
 const TIES: &str = "tests/data/bladder_ties.parquet";
@@ -599,12 +600,41 @@ async fn dictionary_gene_ids_give_the_same_rows() {
         .await
         .unwrap();
         let shown = pretty_format_batches(&typed).unwrap().to_string();
-        assert!(shown.contains("Dictionary(UInt32, Utf8)"), "{shown}");
+        assert!(shown.contains("Dictionary(Int32, Utf8)"), "{shown}");
         let dictionary = common::sorted_bits(&run(&c, &query(&f)).await.unwrap());
         run(&c, "SET kendall.gene_ids = 'string'").await.unwrap();
         assert!(!strings.is_empty());
         assert_eq!(strings, dictionary, "{f}");
     }
+    // A cross of a matrix with itself: every name is in both sources, and
+    // is one key of the dictionary (pandas refuses repeated categories).
+    run(&c, "SET kendall.gene_ids = 'dictionary'")
+        .await
+        .unwrap();
+    let batches = run(
+        &c,
+        &format!("SELECT gene_i, gene_j FROM kendall_cross_pairs('{TIES}', '{TIES}')"),
+    )
+    .await
+    .unwrap();
+    run(&c, "SET kendall.gene_ids = 'string'").await.unwrap();
+    let mut rows = 0;
+    for b in &batches {
+        for col in [b.column(0), b.column(1)] {
+            let d =
+                col.as_any()
+                    .downcast_ref::<datafusion::arrow::array::DictionaryArray<
+                        datafusion::arrow::datatypes::Int32Type,
+                    >>()
+                    .expect("a dictionary column");
+            let values = d.values().as_string::<i32>();
+            let distinct: std::collections::HashSet<&str> = values.iter().flatten().collect();
+            assert_eq!(distinct.len(), values.len(), "repeated dictionary values");
+            assert_eq!(values.len(), 61);
+        }
+        rows += b.num_rows();
+    }
+    assert_eq!(rows, 61 * 61);
     let err = common::error(&c, "SET kendall.gene_ids = 'int'").await;
     common::assert_contains(&err, &["kendall.gene_ids", "'string' or 'dictionary'"]);
 }
