@@ -153,8 +153,15 @@ impl GeneDictionary {
     fn column(&self, indices: Vec<u32>) -> Result<ArrayRef> {
         let keys: Int32Array = match &self.keys {
             Some(map) => indices.iter().map(|&g| map[g as usize]).collect(),
-            // Positions fit i32 (checked in `new`).
-            None => indices.into_iter().map(|g| g as i32).collect(),
+            // Positions fit i32 (checked in `new`): the same bits, no copy.
+            None => {
+                let len = indices.len();
+                let buffer = datafusion::arrow::buffer::Buffer::from_vec(indices);
+                Int32Array::new(
+                    datafusion::arrow::buffer::ScalarBuffer::new(buffer, 0, len),
+                    None,
+                )
+            }
         };
         Ok(Arc::new(DictionaryArray::<Int32Type>::try_new(
             keys,
