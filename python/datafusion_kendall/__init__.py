@@ -380,12 +380,19 @@ def _collect(df: Any, progress: bool):
 
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()
+    finished = False
     try:
-        return df.to_arrow_table()
+        table = df.to_arrow_table()
+        finished = True
+        return table
     finally:
         done.set()
         thread.join()
         _update(bar)
+        # The plan may be gone before the last poll: a finished query has
+        # computed every pair it counted.
+        if finished and bar.total is not None and bar.n < bar.total:
+            bar.update(bar.total - bar.n)
         bar.close()
 
 
