@@ -345,7 +345,9 @@ pub(crate) async fn plan_scan(
         gene_predicate: gene_predicate.map(Arc::new),
         limit,
         top_k: None,
-        gene_ids: options.gene_ids,
+        // The pair tables set it from what they fixed when called (their
+        // schema); top partners' gene columns are always strings.
+        gene_ids: GeneIds::String,
     };
     Ok(PlannedScan {
         spec: Arc::new(spec),
