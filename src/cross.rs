@@ -67,14 +67,13 @@ impl TableFunctionImpl for KendallCrossPairs {
             [l, r] => (vec![l.clone()], vec![r.clone()]),
             _ => (Vec::new(), Vec::new()),
         };
-        Ok(Arc::new(KendallCrossTable {
+        Ok(Arc::new(KendallCrossTable::new(
             left,
             right,
             left_names,
             right_names,
             gene_ids,
-            schema: output_schema_for(gene_ids),
-        }))
+        )))
     }
 }
 
@@ -89,13 +88,34 @@ fn usage(problem: String) -> DataFusionError {
 /// Every (left gene, right gene) pair of two expression matrices.
 #[derive(Debug)]
 pub struct KendallCrossTable {
-    left: String,
-    right: String,
-    left_names: Vec<String>,
-    right_names: Vec<String>,
+    pub(crate) left: String,
+    pub(crate) right: String,
+    pub(crate) left_names: Vec<String>,
+    pub(crate) right_names: Vec<String>,
     /// Fixed when the function is called (the schema depends on it).
-    gene_ids: GeneIds,
+    pub(crate) gene_ids: GeneIds,
     schema: SchemaRef,
+}
+
+impl KendallCrossTable {
+    /// The pairs of `left`'s genes with `right`'s, the gene columns named
+    /// by `left_names` and `right_names` (one each, or none).
+    pub(crate) fn new(
+        left: String,
+        right: String,
+        left_names: Vec<String>,
+        right_names: Vec<String>,
+        gene_ids: GeneIds,
+    ) -> Self {
+        Self {
+            left,
+            right,
+            left_names,
+            right_names,
+            gene_ids,
+            schema: output_schema_for(gene_ids),
+        }
+    }
 }
 
 #[async_trait]

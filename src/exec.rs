@@ -27,6 +27,7 @@ use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{RecordBatchStream, SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
 use datafusion::physical_plan::coop::make_cooperative;
 use datafusion::physical_plan::execution_plan::{
@@ -102,6 +103,14 @@ pub struct ScanConfig {
     pub top_k: Option<usize>,
     /// How the gene columns are typed.
     pub gene_ids: GeneIds,
+    /// The pushed-down filters `predicate` and `gene_predicate` were made
+    /// from, as the query wrote them (what a plan shipped to another
+    /// process carries, see [`crate::ballista`]).
+    pub filters: Vec<Expr>,
+    /// Planned for a Ballista cluster, where each partition runs in a task
+    /// of its own: modes that merge state across partitions (top partners,
+    /// q-values) then run as one partition.
+    pub cluster: bool,
 }
 
 /// Dictionary-typed gene columns: the distinct gene names, and each gene
@@ -207,6 +216,10 @@ pub struct KendallExec {
     right: Option<(Arc<InputSpec>, Arc<dyn ExecutionPlan>)>,
     config: ScanConfig,
     projection: Vec<usize>,
+    /// On a cluster, the only child: partition `p` of this in-memory scan
+    /// holds the number of the tile range this plan's partition `p` computes
+    /// (see [`partition_slices`]).
+    slices: Option<Arc<dyn ExecutionPlan>>,
     /// Loaded by the first partition, shared by all, released by the last
     /// (see [`SharedLoad`]).
     prepared: Arc<SharedLoad<Prepared>>,
@@ -223,14 +236,25 @@ impl KendallExec {
     pub fn try_new(
         spec: Arc<InputSpec>,
         input: Arc<dyn ExecutionPlan>,
-        config: ScanConfig,
+        mut config: ScanConfig,
         projection: Vec<usize>,
     ) -> Result<Self> {
+        // On a cluster every partition is a task of its own, in its own
+        // copy of the plan: state merged across partitions (the top-partners
+        // collector) would never be whole, and each task would repeat the
+        // q-values' counting pass over all pairs. One partition does it once.
+        if config.cluster && (config.top_k.is_some() || reads_q_value(&config, &projection)) {
+            config.partitions = 1;
+        }
         let full = match config.top_k {
             Some(_) => top_partners_schema(),
             None => output_schema_for(config.gene_ids),
         };
         let schema = Arc::new(full.project(&projection)?);
+        let slices = match config.cluster {
+            true => Some(partition_slices(0..config.partitions)?),
+            false => None,
+        };
         let properties = PlanProperties::new(
             EquivalenceProperties::new(schema),
             Partitioning::UnknownPartitioning(config.partitions),
@@ -255,6 +279,7 @@ impl KendallExec {
             right: None,
             config,
             projection,
+            slices,
             prepared: Arc::new(prepared),
             total_pairs,
             metrics,
@@ -270,9 +295,44 @@ impl KendallExec {
         self
     }
 
+    /// This plan on a cluster task's share of the tile ranges: `slices`
+    /// (see [`partition_slices`]), restricted by Ballista to the task's
+    /// partitions, replaces the child, and the plan's partitions are its.
+    pub fn with_slices(mut self, slices: Arc<dyn ExecutionPlan>) -> Self {
+        let count = slices.properties().output_partitioning().partition_count();
+        let mut properties = (*self.properties).clone();
+        properties.partitioning = Partitioning::UnknownPartitioning(count);
+        self.properties = Arc::new(properties);
+        self.slices = Some(slices);
+        self
+    }
+
     /// The scan settings.
     pub fn config(&self) -> &ScanConfig {
         &self.config
+    }
+
+    /// The source's columns and layout.
+    pub fn spec(&self) -> &Arc<InputSpec> {
+        &self.spec
+    }
+
+    /// `kendall_cross_pairs`: the right source's columns and layout.
+    pub fn right_spec(&self) -> Option<&Arc<InputSpec>> {
+        self.right.as_ref().map(|(spec, _)| spec)
+    }
+
+    /// The columns of the output schema this plan produces (indices).
+    pub fn projection(&self) -> &[usize] {
+        &self.projection
+    }
+
+    /// The scans of the source (and of the right source of
+    /// `kendall_cross_pairs`): the children, except on a cluster.
+    pub fn inputs(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        let mut inputs = vec![&self.input];
+        inputs.extend(self.right.as_ref().map(|(_, plan)| plan));
+        inputs
     }
 
     /// How far this scan has come: pairs computed so far over all
@@ -290,13 +350,7 @@ impl KendallExec {
 
     /// Whether the query reads `q_value` (projected or filtered on).
     fn wants_q_value(&self) -> bool {
-        self.config.top_k.is_none()
-            && (self.projection.contains(&Q_VALUE_COLUMN)
-                || self
-                    .config
-                    .predicate
-                    .as_ref()
-                    .is_some_and(|p| p.reads_q_value()))
+        reads_q_value(&self.config, &self.projection)
     }
 
     /// Whether the query reads `p_value` (projected or filtered on), or
@@ -316,6 +370,68 @@ impl KendallExec {
                 .as_ref()
                 .is_some_and(|p| p.reads_p_value())
     }
+}
+
+/// An in-memory scan with one partition per tile range of `ranges`, holding
+/// one row: the range's number. On a cluster it is a `KendallExec`'s only
+/// child: Ballista restricts a task's plan to the task's partitions by
+/// cutting the partitions of such leaves (it cannot cut ours), so what is
+/// left of it tells each task which ranges it computes. Without it, a task
+/// for partition 5 would run the plan's partition 0.
+pub fn partition_slices(ranges: std::ops::Range<usize>) -> Result<Arc<dyn ExecutionPlan>> {
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::datasource::memory::MemorySourceConfig;
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "kendall_range",
+        DataType::UInt32,
+        false,
+    )]));
+    let partitions = ranges
+        .map(|r| {
+            let range = u32::try_from(r).map_err(|_| {
+                DataFusionError::Plan(format!("{r} partitions: too many for one scan"))
+            })?;
+            let column: ArrayRef = Arc::new(UInt32Array::from(vec![range]));
+            Ok(vec![RecordBatch::try_new(
+                Arc::clone(&schema),
+                vec![column],
+            )?])
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(MemorySourceConfig::try_new_exec(&partitions, schema, None)?)
+}
+
+/// The tile range that partition `partition` of a cluster plan computes:
+/// the number in that partition of its `slices` child.
+async fn slice_of(
+    slices: &Arc<dyn ExecutionPlan>,
+    partition: usize,
+    context: Arc<TaskContext>,
+) -> Result<usize> {
+    let batches: Vec<RecordBatch> = slices.execute(partition, context)?.try_collect().await?;
+    batches
+        .iter()
+        .find(|b| b.num_rows() > 0)
+        .and_then(|b| {
+            b.column(0)
+                .as_any()
+                .downcast_ref::<UInt32Array>()
+                .map(|a| a.value(0))
+        })
+        .map(|r| r as usize)
+        .ok_or_else(|| {
+            DataFusionError::Internal(format!(
+                "KendallExec: partition {partition} of its task has no tile range"
+            ))
+        })
+}
+
+/// Whether a scan of `config` producing the columns `projection` reads
+/// `q_value` (projected or filtered on).
+fn reads_q_value(config: &ScanConfig, projection: &[usize]) -> bool {
+    config.top_k.is_none()
+        && (projection.contains(&Q_VALUE_COLUMN)
+            || config.predicate.as_ref().is_some_and(|p| p.reads_q_value()))
 }
 
 /// Progress of the pair computation of a query (see [`KendallExec::progress`]).
@@ -600,9 +716,16 @@ impl ExecutionPlan for KendallExec {
     }
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        let mut children = vec![&self.input];
-        children.extend(self.right.as_ref().map(|(_, plan)| plan));
-        children
+        // On a cluster the input scans are not children: Ballista packs a
+        // stage whose single-child chain reaches a one-partition node (our
+        // input, one file) into a single task, which would put every tile
+        // range on one executor. Each task reads the input itself anyway;
+        // the codec carries the scans inside the node's bytes. The child is
+        // the partition slices instead (see [`partition_slices`]).
+        match &self.slices {
+            Some(slices) => vec![slices],
+            None => self.inputs(),
+        }
     }
 
     fn benefits_from_input_partitioning(&self) -> Vec<bool> {
@@ -627,6 +750,25 @@ impl ExecutionPlan for KendallExec {
         mut children: Vec<Arc<dyn ExecutionPlan>>,
         _options: ReplaceChildrenOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        if self.slices.is_some() {
+            let [slices] = <[_; 1]>::try_from(children).map_err(|c| {
+                DataFusionError::Internal(format!(
+                    "KendallExec on a cluster takes 1 child (its partition slices), got {}",
+                    c.len()
+                ))
+            })?;
+            let exec = KendallExec::try_new(
+                Arc::clone(&self.spec),
+                Arc::clone(&self.input),
+                self.config.clone(),
+                self.projection.clone(),
+            )?;
+            let exec = match &self.right {
+                Some((spec, plan)) => exec.with_right(Arc::clone(spec), Arc::clone(plan)),
+                None => exec,
+            };
+            return Ok(Arc::new(exec.with_slices(slices)));
+        }
         let wanted = self.children().len();
         if children.len() != wanted {
             return Err(DataFusionError::Internal(format!(
@@ -667,12 +809,13 @@ impl ExecutionPlan for KendallExec {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        if partition >= self.config.partitions {
+        let partitions = self.properties.output_partitioning().partition_count();
+        if partition >= partitions {
             return Err(DataFusionError::Internal(format!(
-                "KendallExec has {} partitions, asked for partition {partition}",
-                self.config.partitions
+                "KendallExec has {partitions} partitions, asked for partition {partition}"
             )));
         }
+        let slices = self.slices.clone();
         let schema = self.schema();
         let load = Arc::clone(&self.prepared);
         // Counted from now until the input is there: a stream dropped
@@ -689,6 +832,12 @@ impl ExecutionPlan for KendallExec {
         let metrics = StreamMetrics::new(&self.metrics, partition);
         let stream_schema = Arc::clone(&schema);
         let start = async move {
+            // The tile range: the partition, or on a cluster what the
+            // task's slice of the partitions says.
+            let partition = match &slices {
+                Some(slices) => slice_of(slices, partition, Arc::clone(&context)).await?,
+                None => partition,
+            };
             let prepared = load
                 .get(&interest, || {
                     let (spec, config) = (Arc::clone(&spec), config.clone());

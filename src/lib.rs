@@ -59,6 +59,8 @@ macro_rules! enum_config_field {
     };
 }
 
+#[cfg(feature = "ballista")]
+pub mod ballista;
 pub mod cross;
 pub mod exec;
 pub mod fdr;

@@ -97,6 +97,8 @@ kendall_options! {
     min_periods: MinPeriods = MinPeriods(1),
     /// Type of kendall_all_pairs' and kendall_cross_pairs' gene columns: 'string' or 'dictionary' (4-byte indices into a gene list shared by every batch: smaller, faster outputs).
     gene_ids: GeneIds = GeneIds::String,
+    /// Partitions of a pair scan (balanced ranges of tile ids): 0 for the default, datafusion.execution.target_partitions on one machine and four times that on a Ballista cluster (more tasks than executor slots, so a slow or lost executor does not hold the job).
+    partitions: Partitions = Partitions(0),
 }
 
 impl ConfigExtension for KendallOptions {
@@ -211,6 +213,13 @@ whole_number_option!(
     TileSize,
     "kendall.tile_size",
     1
+);
+
+whole_number_option!(
+    /// `kendall.partitions`: a number of partitions, 0 for the default.
+    Partitions,
+    "kendall.partitions",
+    0
 );
 
 whole_number_option!(

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::plan_err;
 use datafusion::common::stats::Precision;
 use datafusion::error::{DataFusionError, Result};
@@ -18,7 +19,7 @@ use crate::fdr::Q_VALUE;
 use crate::filter::{P_VALUE, TAU, TauPredicate};
 use crate::gene_filter::GenePredicate;
 use crate::input::{self, FN_NAME, InputSpec, RankedMatrix};
-use crate::kernel::isa::Isa;
+use crate::kernel::isa::{Isa, SimdChoice};
 use crate::kernel::{KernelChoice, KernelKind, bitset};
 use crate::memory;
 use crate::options::KendallOptions;
@@ -140,6 +141,11 @@ impl KendallTable {
     /// The column names given after the source.
     pub fn column_names(&self) -> &[String] {
         &self.names
+    }
+
+    /// How the gene columns are typed.
+    pub fn gene_ids(&self) -> GeneIds {
+        self.gene_ids
     }
 }
 
@@ -298,21 +304,14 @@ pub(crate) async fn plan_scan(
     // partition take another's files.
     let input = input.with_preserve_order(true).unwrap_or(input);
     let spec = spec.with_rows(rows)?;
-    let predicate = filters
-        .iter()
-        .filter_map(TauPredicate::from_expr)
-        .reduce(TauPredicate::and);
-    // Tau filters compare numbers, gene filters strings: no filter is both.
-    let gene_predicate = filters
-        .iter()
-        .filter_map(GenePredicate::from_expr)
-        .reduce(GenePredicate::and);
+    let (predicate, gene_predicate) = predicates(filters);
     // Bit-planes may take kendall.memory_limit, and no more than the
     // session's memory pool can grant besides the ranks they are built
     // from (counted for the planned shape; again at run time).
     let option_limit = options.memory_limit.bytes() as u64;
     let pool_available = memory::pool_available(&state.runtime_env().memory_pool);
-    let isa = options.simd.resolve()?;
+    let simd = options.simd;
+    let isa = simd.resolve()?;
     // Genes a gene-targeted query's pairs must touch (names; at most that many).
     let anchors = gene_predicate
         .as_ref()
@@ -322,6 +321,7 @@ pub(crate) async fn plan_scan(
         choice: options.kernel,
         option_limit,
         pool_available,
+        simd,
         isa,
         anchors,
     };
@@ -337,7 +337,7 @@ pub(crate) async fn plan_scan(
         kernel,
         planned_kernel: planned,
         tile_size: options.tile_size.get(),
-        partitions: config.execution.target_partitions.max(1),
+        partitions: partitions(options.partitions.get(), config),
         batch_size: usize::from(config.execution.batch_size).max(1),
         pvalue: options.pvalue,
         fdr: options.fdr,
@@ -348,12 +348,64 @@ pub(crate) async fn plan_scan(
         // The pair tables set it from what they fixed when called (their
         // schema); top partners' gene columns are always strings.
         gene_ids: GeneIds::String,
+        filters: filters
+            .iter()
+            .filter(|f| {
+                TauPredicate::from_expr(f).is_some() || GenePredicate::from_expr(f).is_some()
+            })
+            .cloned()
+            .collect(),
+        cluster: on_cluster(config),
     };
     Ok(PlannedScan {
         spec: Arc::new(spec),
         input,
         config: scan,
     })
+}
+
+/// The exact filters on tau (and p- and q-values) and on the gene columns
+/// among the pushed-down `filters`, each joined with AND.
+pub(crate) fn predicates(filters: &[Expr]) -> (Option<TauPredicate>, Option<GenePredicate>) {
+    let predicate = filters
+        .iter()
+        .filter_map(TauPredicate::from_expr)
+        .reduce(TauPredicate::and);
+    // Tau filters compare numbers, gene filters strings: no filter is both.
+    let gene_predicate = filters
+        .iter()
+        .filter_map(GenePredicate::from_expr)
+        .reduce(GenePredicate::and);
+    (predicate, gene_predicate)
+}
+
+/// Multiple of `datafusion.execution.target_partitions` a scan planned for a
+/// Ballista cluster takes by default: more tasks than executor slots, so
+/// that a slow or lost executor holds back a quarter of a slot's share.
+pub const CLUSTER_PARTITIONS_PER_TARGET: usize = 4;
+
+/// The partitions of a scan: `kendall.partitions` when set (`option` > 0),
+/// else the session's target partitions, times
+/// [`CLUSTER_PARTITIONS_PER_TARGET`] on a cluster.
+fn partitions(option: usize, config: &ConfigOptions) -> usize {
+    if option > 0 {
+        return option;
+    }
+    let target = config.execution.target_partitions.max(1);
+    if on_cluster(config) {
+        target * CLUSTER_PARTITIONS_PER_TARGET
+    } else {
+        target
+    }
+}
+
+/// Whether a session plans for a Ballista cluster (its configuration
+/// carries Ballista's options: a Ballista client, scheduler or executor).
+pub(crate) fn on_cluster(config: &ConfigOptions) -> bool {
+    config
+        .extensions
+        .iter()
+        .any(|(prefix, _)| prefix == "ballista")
 }
 
 /// A copy of `state` that plans file scans without collecting file
@@ -376,6 +428,9 @@ pub struct KernelPlan {
     pub option_limit: u64,
     /// What DataFusion's memory pool could grant at planning time, if bounded.
     pub pool_available: Option<usize>,
+    /// `kendall.simd`, which `isa` was resolved from (on the CPU that
+    /// planned; a plan shipped to another machine resolves it again there).
+    pub simd: SimdChoice,
     /// Instruction set of the SIMD kernels.
     pub isa: Isa,
     /// Genes a gene-targeted query's pairs touch, at most.

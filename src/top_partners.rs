@@ -87,12 +87,7 @@ impl TableFunctionImpl for KendallTopPartners {
             .iter()
             .map(|e| string_arg(e, "a column name", usage))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Arc::new(TopPartnersTable {
-            source,
-            k,
-            names,
-            schema: top_partners_schema(),
-        }))
+        Ok(Arc::new(TopPartnersTable::new(source, k, names)))
     }
 }
 
@@ -135,10 +130,23 @@ fn k_arg(expr: &Expr) -> Result<usize> {
 /// The table a `kendall_top_partners(...)` call stands for.
 #[derive(Debug)]
 pub struct TopPartnersTable {
-    source: String,
-    k: usize,
-    names: Vec<String>,
+    pub(crate) source: String,
+    pub(crate) k: usize,
+    pub(crate) names: Vec<String>,
     schema: SchemaRef,
+}
+
+impl TopPartnersTable {
+    /// The `k` strongest partners of each gene of `source`, its columns
+    /// named by `names`.
+    pub(crate) fn new(source: String, k: usize, names: Vec<String>) -> Self {
+        Self {
+            source,
+            k,
+            names,
+            schema: top_partners_schema(),
+        }
+    }
 }
 
 #[async_trait]

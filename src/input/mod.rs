@@ -64,7 +64,7 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// A checked description of the input: which columns to read and what they
 /// hold.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputSpec {
     /// How messages name the source: `'data/expr.tsv.gz'` or `table 'expr'`.
     pub what: String,

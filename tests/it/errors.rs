@@ -409,6 +409,10 @@ async fn option_values_are_checked_and_named() {
             &["kendall.gene_ids", "'int'", "'string' or 'dictionary'"],
         ),
         (
+            "SET kendall.partitions = -2",
+            &["kendall.partitions", ">= 0", "'-2'"],
+        ),
+        (
             "SET kendall.no_such_option = 1",
             &["kendall.no_such_option", "kendall.tile_size"],
         ),
@@ -436,6 +440,7 @@ async fn option_values_are_checked_and_named() {
         ("SET kendall.tile_size = 64", "kendall.tile_size", "64"),
         ("SET kendall.min_periods = 0", "kendall.min_periods", "0"),
         ("SET kendall.fdr = 'BY'", "kendall.fdr", "by"),
+        ("SET kendall.partitions = 12", "kendall.partitions", "12"),
     ] {
         run(&ctx, set).await.unwrap();
         let batches = run(&ctx, &format!("SHOW {name}")).await.unwrap();
@@ -473,6 +478,7 @@ async fn option_values_are_checked_and_named() {
             "kendall.memory_limit",
             "kendall.min_periods",
             "kendall.missing",
+            "kendall.partitions",
             "kendall.pvalue",
             "kendall.simd",
             "kendall.tile_size",

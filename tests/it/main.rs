@@ -5,6 +5,8 @@
 
 mod balance;
 mod budget;
+#[cfg(feature = "ballista")]
+mod cluster;
 mod common;
 mod cross;
 mod errors;

@@ -638,3 +638,39 @@ async fn dictionary_gene_ids_give_the_same_rows() {
     let err = common::error(&c, "SET kendall.gene_ids = 'int'").await;
     common::assert_contains(&err, &["kendall.gene_ids", "'string' or 'dictionary'"]);
 }
+
+/// `kendall.partitions` sets the partitions of a pair scan (0: the
+/// session's target partitions); the rows do not depend on it.
+#[tokio::test]
+async fn kendall_partitions_sets_the_scan_partitions() {
+    use datafusion::physical_plan::ExecutionPlan;
+    let c = ctx(2);
+    let sql = format!("SELECT * FROM kendall_all_pairs('{DEMO}') WHERE abs(tau) >= 0.8");
+    let partitions = |plan| {
+        common::kendall_exec(plan)
+            .properties()
+            .output_partitioning()
+            .partition_count()
+    };
+    let plan = c
+        .sql(&sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    assert_eq!(partitions(&plan), 2);
+    let default_rows = common::sorted_bits(&run(&c, &sql).await.unwrap());
+    run(&c, "SET kendall.partitions = 7").await.unwrap();
+    let plan = c
+        .sql(&sql)
+        .await
+        .unwrap()
+        .create_physical_plan()
+        .await
+        .unwrap();
+    assert_eq!(partitions(&plan), 7);
+    let rows = common::sorted_bits(&run(&c, &sql).await.unwrap());
+    assert!(!rows.is_empty());
+    assert_eq!(rows, default_rows);
+}

@@ -15,6 +15,8 @@ Options:
   -q, --quiet            Print results only: no row counts, timings, COPY counts
                          or progress bar
   -p, --partitions N     DataFusion target partitions (default: number of cores)
+      --remote URL       Run queries on the Ballista cluster whose scheduler is
+                         at URL (df://host:port); needs the `ballista` feature
   -h, --help             Print this help
   -V, --version          Print the version
 
@@ -23,6 +25,10 @@ line editing and history when it is a terminal. Shell commands: \\? help,
 \\q quit, \\d list tables, \\d NAME describe a table. SHOW ALL lists every
 setting (kendall.* included); SHOW ALL VERBOSE adds their descriptions.
 Ctrl-C cancels the running query (and keeps the session); Ctrl-D quits.
+
+Cluster processes (cargo feature `ballista`; `SUBCOMMAND --help` for their options):
+  datafusion-kendall scheduler [OPTIONS]   a Ballista scheduler with our codecs
+  datafusion-kendall executor [OPTIONS]    a Ballista executor with our codecs
 
 Example:
   datafusion-kendall -c \"SELECT * FROM kendall_all_pairs('data/demo_expression.parquet') \\
@@ -61,6 +67,8 @@ pub struct Args {
     pub maxrows: Option<usize>,
     pub quiet: bool,
     pub partitions: Option<usize>,
+    /// `--remote`: a Ballista scheduler's URL.
+    pub remote: Option<String>,
 }
 
 /// What the command line asks for.
@@ -69,19 +77,77 @@ pub enum Parsed {
     Run(Args),
     Help,
     Version,
+    /// `scheduler ...`.
+    #[cfg(feature = "ballista")]
+    Scheduler(datafusion_kendall::ballista::process::SchedulerOptions),
+    /// `executor ...`.
+    #[cfg(feature = "ballista")]
+    Executor(datafusion_kendall::ballista::process::ExecutorOptions),
+    /// `scheduler --help` or `executor --help`.
+    SubcommandHelp(&'static str),
 }
+
+/// Help text of `scheduler --help`.
+pub const SCHEDULER_USAGE: &str = "\
+datafusion-kendall scheduler: a Ballista scheduler that knows kendall_all_pairs' plans
+
+Usage: datafusion-kendall scheduler [OPTIONS]
+
+Options (named as ballista-scheduler's):
+      --bind-host HOST                   Address to listen on (default 127.0.0.1)
+      --bind-port PORT                   Port to listen on (default 50050)
+      --external-host HOST               How executors reach it (default localhost)
+      --executor-timeout-seconds S       An executor silent this long is dead; its
+                                         tasks run again elsewhere (default 180)
+      --expire-dead-executor-interval-seconds S
+                                         How often that is checked (default 15)
+      --task-max-failures N              Attempts of a task before its query fails
+                                         (default 4)";
+
+/// Help text of `executor --help`.
+pub const EXECUTOR_USAGE: &str = "\
+datafusion-kendall executor: a Ballista executor that runs kendall_all_pairs' tasks
+
+Usage: datafusion-kendall executor [OPTIONS]
+
+Options (named as ballista-executor's):
+      --scheduler-host HOST              The scheduler (default localhost)
+      --scheduler-port PORT              Its port (default 50050)
+      --bind-host HOST                   Address to listen on (default 127.0.0.1)
+      --bind-port PORT                   Arrow Flight port, results are fetched
+                                         from it (default 50051)
+      --bind-grpc-port PORT              gRPC port (default 50052)
+      --external-host HOST               How others reach it (default: bind host)
+      --concurrent-tasks N               Task slots (default: number of cores)
+      --work-dir DIR                     Where shuffle files go (default: a
+                                         temporary directory)
+      --executor-heartbeat-interval-seconds S
+                                         Heartbeats to the scheduler (default 60)";
 
 /// Rows the table format shows by default (as datafusion-cli).
 pub const DEFAULT_MAXROWS: usize = 40;
 
 /// Parses the arguments after the program name.
-pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Parsed, String> {
+pub fn parse_args(args: impl Iterator<Item = String>) -> Result<Parsed, String> {
+    let mut args = args.peekable();
+    match args.peek().map(String::as_str) {
+        Some("scheduler") => {
+            args.next();
+            return parse_scheduler(args);
+        }
+        Some("executor") => {
+            args.next();
+            return parse_executor(args);
+        }
+        _ => {}
+    }
     let mut parsed = Args {
         sources: Vec::new(),
         format: Format::Table,
         maxrows: Some(DEFAULT_MAXROWS),
         quiet: false,
         partitions: None,
+        remote: None,
     };
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -129,12 +195,109 @@ pub fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Parsed, Stri
                     })?;
                 parsed.partitions = Some(n);
             }
+            "--remote" => parsed.remote = Some(value("--remote")?),
             "-h" | "--help" => return Ok(Parsed::Help),
             "-V" | "--version" => return Ok(Parsed::Version),
             other => return Err(format!("unknown argument '{other}'")),
         }
     }
     Ok(Parsed::Run(parsed))
+}
+
+/// The flags of a subcommand as (flag, value) pairs; `None` for `--help`.
+fn flag_values(
+    mut args: impl Iterator<Item = String>,
+) -> Result<Option<Vec<(String, String)>>, String> {
+    let mut pairs = Vec::new();
+    while let Some(arg) = args.next() {
+        if arg == "-h" || arg == "--help" {
+            return Ok(None);
+        }
+        let (flag, value) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), v.to_string()),
+            _ if arg.starts_with("--") => {
+                let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
+                (arg, value)
+            }
+            _ => return Err(format!("unknown argument '{arg}'")),
+        };
+        pairs.push((flag, value));
+    }
+    Ok(Some(pairs))
+}
+
+/// `value` of `flag` as a number.
+#[cfg_attr(not(feature = "ballista"), allow(dead_code))]
+fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
+    value
+        .parse()
+        .map_err(|_| format!("{flag} must be a whole number, got '{value}'"))
+}
+
+/// Without the `ballista` feature, the cluster subcommands say how to get them.
+#[cfg(not(feature = "ballista"))]
+const NO_BALLISTA: &str = "this build has no Ballista support: build with \
+    `cargo build --release --features ballista`";
+
+fn parse_scheduler(args: impl Iterator<Item = String>) -> Result<Parsed, String> {
+    let Some(flags) = flag_values(args)? else {
+        return Ok(Parsed::SubcommandHelp(SCHEDULER_USAGE));
+    };
+    #[cfg(feature = "ballista")]
+    {
+        let mut o = datafusion_kendall::ballista::process::SchedulerOptions::default();
+        for (flag, v) in flags {
+            match flag.as_str() {
+                "--bind-host" => o.bind_host = v,
+                "--bind-port" => o.bind_port = number(&flag, &v)?,
+                "--external-host" => o.external_host = v,
+                "--executor-timeout-seconds" => o.executor_timeout_seconds = number(&flag, &v)?,
+                "--expire-dead-executor-interval-seconds" => {
+                    o.expire_dead_executor_interval_seconds = number(&flag, &v)?
+                }
+                "--task-max-failures" => o.task_max_failures = number(&flag, &v)?,
+                other => return Err(format!("scheduler: unknown option '{other}'")),
+            }
+        }
+        Ok(Parsed::Scheduler(o))
+    }
+    #[cfg(not(feature = "ballista"))]
+    {
+        let _ = flags;
+        Err(NO_BALLISTA.to_string())
+    }
+}
+
+fn parse_executor(args: impl Iterator<Item = String>) -> Result<Parsed, String> {
+    let Some(flags) = flag_values(args)? else {
+        return Ok(Parsed::SubcommandHelp(EXECUTOR_USAGE));
+    };
+    #[cfg(feature = "ballista")]
+    {
+        let mut o = datafusion_kendall::ballista::process::ExecutorOptions::default();
+        for (flag, v) in flags {
+            match flag.as_str() {
+                "--scheduler-host" => o.scheduler_host = v,
+                "--scheduler-port" => o.scheduler_port = number(&flag, &v)?,
+                "--bind-host" => o.bind_host = v,
+                "--bind-port" => o.bind_port = number(&flag, &v)?,
+                "--bind-grpc-port" => o.bind_grpc_port = number(&flag, &v)?,
+                "--external-host" => o.external_host = Some(v),
+                "--concurrent-tasks" => o.concurrent_tasks = number(&flag, &v)?,
+                "--work-dir" => o.work_dir = Some(v),
+                "--executor-heartbeat-interval-seconds" => {
+                    o.heartbeat_interval_seconds = number(&flag, &v)?
+                }
+                other => return Err(format!("executor: unknown option '{other}'")),
+            }
+        }
+        Ok(Parsed::Executor(o))
+    }
+    #[cfg(not(feature = "ballista"))]
+    {
+        let _ = flags;
+        Err(NO_BALLISTA.to_string())
+    }
 }
 
 #[cfg(test)]
@@ -183,5 +346,64 @@ mod tests {
                 .contains("--maxrows")
         );
         assert_eq!(run(&["--format", "tsv"]).format, Format::Tsv);
+        assert_eq!(
+            run(&["--remote", "df://127.0.0.1:50050"]).remote.as_deref(),
+            Some("df://127.0.0.1:50050")
+        );
+    }
+
+    #[test]
+    fn parses_cluster_subcommands() {
+        assert!(matches!(
+            parse(&["scheduler", "--help"]),
+            Ok(Parsed::SubcommandHelp(SCHEDULER_USAGE))
+        ));
+        assert!(matches!(
+            parse(&["executor", "-h"]),
+            Ok(Parsed::SubcommandHelp(EXECUTOR_USAGE))
+        ));
+        #[cfg(feature = "ballista")]
+        {
+            let Ok(Parsed::Scheduler(s)) = parse(&[
+                "scheduler",
+                "--bind-host",
+                "0.0.0.0",
+                "--bind-port=50060",
+                "--executor-timeout-seconds",
+                "20",
+            ]) else {
+                panic!("scheduler not parsed");
+            };
+            assert_eq!((s.bind_host.as_str(), s.bind_port), ("0.0.0.0", 50060));
+            assert_eq!(s.executor_timeout_seconds, 20);
+            let Ok(Parsed::Executor(e)) = parse(&[
+                "executor",
+                "--scheduler-port",
+                "50060",
+                "--bind-port",
+                "50061",
+                "--bind-grpc-port",
+                "50062",
+                "--concurrent-tasks",
+                "1",
+            ]) else {
+                panic!("executor not parsed");
+            };
+            assert_eq!(
+                (e.scheduler_port, e.bind_port, e.bind_grpc_port),
+                (50060, 50061, 50062)
+            );
+            assert_eq!(e.concurrent_tasks, 1);
+            let err = parse(&["executor", "--bind-port", "x"]).unwrap_err();
+            assert!(err.contains("--bind-port must be a whole number"), "{err}");
+            let err = parse(&["scheduler", "--bogus", "1"]).unwrap_err();
+            assert!(err.contains("unknown option '--bogus'"), "{err}");
+        }
+        #[cfg(not(feature = "ballista"))]
+        assert!(
+            parse(&["scheduler"])
+                .unwrap_err()
+                .contains("--features ballista")
+        );
     }
 }

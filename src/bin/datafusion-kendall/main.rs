@@ -50,6 +50,26 @@ async fn main() -> ExitCode {
             println!("datafusion-kendall {}", env!("CARGO_PKG_VERSION"));
             return ExitCode::SUCCESS;
         }
+        Ok(Parsed::SubcommandHelp(usage)) => {
+            println!("{usage}");
+            return ExitCode::SUCCESS;
+        }
+        #[cfg(feature = "ballista")]
+        Ok(Parsed::Scheduler(options)) => {
+            return cluster_process(
+                "scheduler",
+                datafusion_kendall::ballista::process::run_scheduler(options),
+            )
+            .await;
+        }
+        #[cfg(feature = "ballista")]
+        Ok(Parsed::Executor(options)) => {
+            return cluster_process(
+                "executor",
+                datafusion_kendall::ballista::process::run_executor(options),
+            )
+            .await;
+        }
         Err(msg) => {
             eprintln!("error: {msg}\n\n{USAGE}");
             return ExitCode::from(2);
@@ -61,12 +81,13 @@ async fn main() -> ExitCode {
     if let Some(p) = args.partitions {
         config = config.with_target_partitions(p);
     }
-    // Plain file paths work as table names (`SELECT * FROM 'net.parquet'`).
-    let ctx = SessionContext::new_with_config(config).enable_url_table();
-    if let Err(e) = datafusion_kendall::register(&ctx) {
-        eprintln!("Error: {e}");
-        return ExitCode::FAILURE;
-    }
+    let ctx = match context(config, args.remote.as_deref()).await {
+        Ok(ctx) => ctx,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let shell = Shell::new(ctx, &args);
     if args.sources.is_empty() {
         return repl::run(&shell).await;
@@ -88,6 +109,44 @@ async fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// The shell's session: local, or (`--remote`) a Ballista cluster's client.
+/// Plain file paths work as table names (`SELECT * FROM 'net.parquet'`).
+async fn context(
+    config: SessionConfig,
+    remote: Option<&str>,
+) -> datafusion::error::Result<SessionContext> {
+    let Some(url) = remote else {
+        let ctx = SessionContext::new_with_config(config).enable_url_table();
+        datafusion_kendall::register(&ctx)?;
+        return Ok(ctx);
+    };
+    #[cfg(feature = "ballista")]
+    {
+        let ctx = datafusion_kendall::ballista::remote_context(url, config).await?;
+        Ok(ctx.enable_url_table())
+    }
+    #[cfg(not(feature = "ballista"))]
+    Err(DataFusionError::Configuration(format!(
+        "--remote {url}: this build has no Ballista support; build with \
+         `cargo build --release --features ballista`"
+    )))
+}
+
+/// Runs a cluster process until it ends; an error if it could not start.
+#[cfg(feature = "ballista")]
+async fn cluster_process(
+    what: &str,
+    process: impl std::future::Future<Output = datafusion::error::Result<()>>,
+) -> ExitCode {
+    match process.await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {what}: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// Why a statement did not run to its end.

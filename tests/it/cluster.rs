@@ -1,0 +1,317 @@
+//! Ballista (feature `ballista`): the same SQL on an in-process cluster and
+//! on a cluster of separate processes gives the same rows as a local
+//! session.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use datafusion::arrow::util::pretty::pretty_format_batches;
+use datafusion::prelude::{SessionConfig, SessionContext};
+
+use crate::common::{ctx, run};
+
+const BIN: &str = env!("CARGO_BIN_EXE_datafusion-kendall");
+const DEMO: &str = "data/demo_expression.parquet";
+
+/// The queries compared, each after its settings.
+fn queries() -> Vec<(Vec<&'static str>, String)> {
+    vec![
+        (
+            vec![],
+            format!("SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{DEMO}') WHERE abs(tau) >= 0.8"),
+        ),
+        (
+            vec!["SET kendall.variant = 'c'"],
+            format!(
+                "SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs('{DEMO}') \
+                 WHERE gene_i = '1007_s_at' OR p_value < 1e-12"
+            ),
+        ),
+        (
+            vec![],
+            "SELECT gene_i, gene_j, tau, q_value FROM kendall_all_pairs('tests/data/bladder_ties.parquet') \
+             WHERE q_value < 0.001"
+                .to_string(),
+        ),
+        (
+            vec![],
+            format!("SELECT gene, partner, tau, rank FROM kendall_top_partners('{DEMO}', 3)"),
+        ),
+        (
+            vec!["SET kendall.gene_ids = 'dictionary'"],
+            "SELECT gene_i, gene_j, tau FROM kendall_cross_pairs('tests/data/cross_left.csv', \
+             'tests/data/cross_right.csv')"
+                .to_string(),
+        ),
+        (
+            vec![],
+            format!("SELECT count(*) AS pairs, count(tau) AS taus FROM kendall_all_pairs('{DEMO}')"),
+        ),
+    ]
+}
+
+/// The rows of `sql` after `settings`, as sorted lines (floats printed in
+/// their shortest round-trip form, so equal lines are equal bits).
+async fn rows(ctx: &SessionContext, settings: &[&str], sql: &str) -> Vec<String> {
+    for s in settings {
+        run(ctx, s).await.unwrap();
+    }
+    let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+    let text = pretty_format_batches(&batches).unwrap().to_string();
+    let mut lines: Vec<String> = text
+        .lines()
+        .skip(3)
+        .filter(|l| !l.starts_with('+'))
+        .map(String::from)
+        .collect();
+    lines.sort();
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn standalone_cluster_gives_the_local_rows() {
+    let cluster = datafusion_kendall::ballista::standalone_context(
+        SessionConfig::new().with_target_partitions(2),
+    )
+    .await
+    .unwrap();
+    for (settings, sql) in queries() {
+        let local = rows(&ctx(2), &settings, &sql).await;
+        assert!(!local.is_empty(), "{sql}: no rows");
+        let remote = rows(&cluster, &settings, &sql).await;
+        assert_eq!(local, remote, "{sql} after {settings:?}");
+        // Settings stay on the session: back to the defaults.
+        for s in &settings {
+            let key = s
+                .trim_start_matches("SET ")
+                .split('=')
+                .next()
+                .unwrap()
+                .trim();
+            let default = match key {
+                "kendall.variant" => "'b'",
+                "kendall.gene_ids" => "'string'",
+                other => panic!("no default known for {other}"),
+            };
+            run(&cluster, &format!("SET {key} = {default}"))
+                .await
+                .unwrap();
+        }
+    }
+}
+
+/// A port nothing listens on now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed when dropped.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Process {
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    /// CPU seconds (user + system) the process has used.
+    fn cpu_seconds(&self) -> f64 {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        // Fields after the command name (which may hold spaces) in parentheses.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let ticks: f64 = [11, 12]
+            .iter()
+            .filter_map(|&i| fields.get(i).and_then(|f| f.parse::<f64>().ok()))
+            .sum();
+        ticks / 100.0
+    }
+}
+
+fn spawn(args: &[String]) -> Process {
+    Process(
+        Command::new(BIN)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+/// Waits until something listens on `port` (or panics after 60 s).
+fn wait_for(port: u16) {
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "nothing on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A scheduler and two executors (one task slot each) on loopback.
+struct Cluster {
+    scheduler_port: u16,
+    executors: Vec<Process>,
+    _scheduler: Process,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let scheduler_port = free_port();
+        let scheduler = spawn(&[
+            "scheduler".into(),
+            "--bind-host".into(),
+            "127.0.0.1".into(),
+            "--bind-port".into(),
+            scheduler_port.to_string(),
+            "--executor-timeout-seconds".into(),
+            "6".into(),
+            "--expire-dead-executor-interval-seconds".into(),
+            "1".into(),
+        ]);
+        wait_for(scheduler_port);
+        let executors = (0..2)
+            .map(|_| {
+                let (port, grpc) = (free_port(), free_port());
+                let e = spawn(&[
+                    "executor".into(),
+                    "--scheduler-host".into(),
+                    "127.0.0.1".into(),
+                    "--scheduler-port".into(),
+                    scheduler_port.to_string(),
+                    "--bind-host".into(),
+                    "127.0.0.1".into(),
+                    "--bind-port".into(),
+                    port.to_string(),
+                    "--bind-grpc-port".into(),
+                    grpc.to_string(),
+                    "--concurrent-tasks".into(),
+                    "1".into(),
+                    "--executor-heartbeat-interval-seconds".into(),
+                    "2".into(),
+                ]);
+                wait_for(port);
+                e
+            })
+            .collect();
+        // Executors register with their first heartbeat.
+        std::thread::sleep(Duration::from_secs(3));
+        Cluster {
+            scheduler_port,
+            executors,
+            _scheduler: scheduler,
+        }
+    }
+
+    fn url(&self) -> String {
+        format!("df://127.0.0.1:{}", self.scheduler_port)
+    }
+}
+
+/// Runs the shell on `sql` (csv, quiet), on the cluster at `remote` if
+/// given: (success, sorted output lines, stderr).
+fn shell(remote: Option<&str>, sql: &str) -> (bool, Vec<String>, String) {
+    let mut command = Command::new(BIN);
+    if let Some(url) = remote {
+        command.args(["--remote", url]);
+    }
+    let out = command
+        .args(["-q", "--format", "csv", "-c", sql])
+        .output()
+        .unwrap();
+    let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    lines.sort();
+    (
+        out.status.success(),
+        lines,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_cluster_of_processes_gives_the_local_rows_and_shares_the_work() {
+    let cluster = Cluster::start();
+    let url = cluster.url();
+    for (settings, sql) in queries() {
+        let script = settings.iter().map(|s| format!("{s};")).collect::<String>() + &sql;
+        let (ok, local, err) = shell(None, &script);
+        assert!(ok, "local {sql}: {err}");
+        let (ok, remote, err) = shell(Some(&url), &script);
+        assert!(ok, "cluster {sql}: {err}");
+        assert_eq!(local, remote, "{sql}");
+    }
+    // The pairs of the demo data with the naive kernel: long enough that
+    // both executors get tasks (8 partitions, one slot each).
+    let before: Vec<f64> = cluster.executors.iter().map(Process::cpu_seconds).collect();
+    let sql = format!(
+        "SET kendall.kernel = 'naive'; SELECT count(*) FROM kendall_all_pairs('{DEMO}') WHERE abs(tau) >= 0.5"
+    );
+    let (ok, local, err) = shell(None, &sql);
+    assert!(ok, "{err}");
+    let (ok, remote, err) = shell(Some(&url), &sql);
+    assert!(ok, "{err}");
+    assert_eq!(local, remote);
+    let used: Vec<f64> = cluster
+        .executors
+        .iter()
+        .zip(&before)
+        .map(|(e, b)| e.cpu_seconds() - b)
+        .collect();
+    println!("executor CPU seconds for the naive pairs: {used:?}");
+    assert!(
+        used.iter().all(|&s| s > 0.2),
+        "an executor did no share: {used:?}"
+    );
+}
+
+#[test]
+fn a_killed_executor_ends_the_query_in_bounded_time() {
+    let mut cluster = Cluster::start();
+    let url = cluster.url();
+    let sql = format!(
+        "SET kendall.kernel = 'naive'; SELECT count(*) FROM kendall_all_pairs('{DEMO}') WHERE abs(tau) >= 0.5"
+    );
+    let (_, local, _) = shell(None, &sql);
+    let query = {
+        let url = url.clone();
+        let sql = sql.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let result = shell(Some(&url), &sql);
+            (result, start.elapsed())
+        })
+    };
+    // Kill the first executor once it is computing.
+    let victim = cluster.executors.remove(0);
+    let start = Instant::now();
+    let cpu = victim.cpu_seconds();
+    while victim.cpu_seconds() < cpu + 0.3 && start.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(victim);
+    let ((ok, remote, err), took) = query.join().unwrap();
+    println!("after the kill: success {ok} in {took:?}; stderr: {err}");
+    assert!(took < Duration::from_secs(120), "took {took:?}");
+    if ok {
+        assert_eq!(local, remote, "the survivor's result");
+    } else {
+        assert!(!err.trim().is_empty(), "a failed query says why");
+    }
+}
