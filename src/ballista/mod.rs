@@ -35,6 +35,7 @@ use ballista_executor::new_standalone_executor_from_state;
 use ballista_scheduler::standalone::new_standalone_scheduler_with_builder;
 use datafusion::error::Result;
 use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use codec::{KendallLogicalCodec, KendallPhysicalCodec};
@@ -108,6 +109,11 @@ pub async fn standalone_context(config: SessionConfig) -> Result<SessionContext>
 pub async fn remote_context(url: &str, config: SessionConfig) -> Result<SessionContext> {
     let state = SessionStateBuilder::new()
         .with_config(session_config(config))
+        .with_runtime_env(
+            RuntimeEnvBuilder::new()
+                .with_object_store_registry(Arc::new(crate::input::OnDemandStores::default()))
+                .build_arc()?,
+        )
         .with_default_features()
         .build();
     let ctx = SessionContext::remote_with_state(url, state).await?;

@@ -5,11 +5,14 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use ballista_core::utils::default_session_builder;
 use ballista_executor::executor_process::{ExecutorProcessConfig, start_executor_process};
 use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::SchedulerConfig;
 use ballista_scheduler::scheduler_process::start_server;
 use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::SessionStateBuilder;
+use datafusion::execution::runtime_env::{RuntimeEnv, RuntimeEnvBuilder};
 use datafusion::prelude::SessionConfig;
 
 use super::{KendallLogicalCodec, KendallPhysicalCodec, session_config};
@@ -87,6 +90,17 @@ impl Default for ExecutorOptions {
     }
 }
 
+/// A runtime whose object stores come from [`crate::input::OnDemandStores`], spilling to
+/// `work_dir` when given.
+fn runtime(work_dir: Option<&str>) -> Result<Arc<RuntimeEnv>> {
+    let mut builder = RuntimeEnvBuilder::new()
+        .with_object_store_registry(Arc::new(crate::input::OnDemandStores::default()));
+    if let Some(dir) = work_dir {
+        builder = builder.with_temp_file_path(dir);
+    }
+    builder.build_arc()
+}
+
 /// The session configuration schedulers and executors start from: Ballista's
 /// with our codecs and options (each query's settings come from its client).
 fn cluster_config() -> SessionConfig {
@@ -119,6 +133,13 @@ pub async fn run_scheduler(options: SchedulerOptions) -> Result<()> {
         ..SchedulerConfig::default()
     };
     config.override_config_producer = Some(Arc::new(cluster_config));
+    config.override_session_builder = Some(Arc::new(|config: SessionConfig| {
+        Ok(
+            SessionStateBuilder::new_from_existing(default_session_builder(config)?)
+                .with_runtime_env(runtime(None)?)
+                .build(),
+        )
+    }));
     config.override_logical_codec = Some(Arc::new(KendallLogicalCodec::default()));
     config.override_physical_codec = Some(Arc::new(KendallPhysicalCodec::default()));
     let cluster = BallistaCluster::new_from_config(&config)
@@ -149,6 +170,10 @@ pub async fn run_executor(options: ExecutorOptions) -> Result<()> {
         ..ExecutorProcessConfig::default()
     };
     config.override_config_producer = Some(Arc::new(cluster_config));
+    let work_dir = options.work_dir.clone();
+    config.override_runtime_producer = Some(Arc::new(move |_: &SessionConfig| {
+        runtime(work_dir.as_deref())
+    }));
     config.override_logical_codec = Some(Arc::new(KendallLogicalCodec::default()));
     config.override_physical_codec = Some(Arc::new(KendallPhysicalCodec::default()));
     eprintln!(

@@ -28,6 +28,7 @@ pub use missing::MissingValues;
 use missing::checked_value;
 pub use read::InputBatches;
 pub use source::InputFormat;
+pub use stores::OnDemandStores;
 use values::{NumericColumn, ValueBuffer};
 
 pub use rank::{MISSING_RANK, PairStats, RankedMatrix, VarianceTerms};

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use datafusion::catalog::Session;
 use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::error::Result;
-use datafusion::execution::object_store::ObjectStoreUrl;
+use datafusion::execution::object_store::{
+    DefaultObjectStoreRegistry, ObjectStoreRegistry, ObjectStoreUrl,
+};
 use datafusion::object_store::ObjectStore;
 use datafusion::object_store::local::LocalFileSystem;
 
@@ -87,6 +89,58 @@ pub fn ensure(state: &dyn Session, source: &str, url: &ListingTableUrl) -> Resul
     })?;
     env.register_object_store(base.as_ref(), store);
     Ok(())
+}
+
+/// The store for the object store URL `base` (scheme and authority), built
+/// from the environment as [`ensure`] builds it.
+pub(crate) fn store_for(base: &ObjectStoreUrl) -> Result<Arc<dyn ObjectStore>> {
+    let scheme = base.as_str().split("://").next().unwrap_or_default();
+    let kind = Kind::of(scheme).ok_or_else(|| {
+        plan_error(format!(
+            "no object store for '{base}': '{scheme}://' is not a scheme this crate can open \
+             (it opens {SCHEMES})"
+        ))
+    })?;
+    build(kind, base).map_err(|e| {
+        plan_error(format!(
+            "cannot set up the {} store for '{base}': {e}",
+            kind.name()
+        ))
+    })
+}
+
+/// An object store registry that builds the store of a URL it does not
+/// have yet from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`; feature
+/// `cloud`), as [`ensure`] does for a source: for sessions that must open
+/// any location a plan names, a `COPY` target or a file queried by its URL
+/// as well as a source (the shell, Ballista's schedulers and executors).
+#[derive(Debug, Default)]
+pub struct OnDemandStores {
+    known: DefaultObjectStoreRegistry,
+}
+
+impl ObjectStoreRegistry for OnDemandStores {
+    fn register_store(
+        &self,
+        url: &url::Url,
+        store: Arc<dyn ObjectStore>,
+    ) -> Option<Arc<dyn ObjectStore>> {
+        self.known.register_store(url, store)
+    }
+
+    fn deregister_store(&self, url: &url::Url) -> Result<Arc<dyn ObjectStore>> {
+        self.known.deregister_store(url)
+    }
+
+    fn get_store(&self, url: &url::Url) -> Result<Arc<dyn ObjectStore>> {
+        if let Ok(store) = self.known.get_store(url) {
+            return Ok(store);
+        }
+        let base = ObjectStoreUrl::parse(&url[..url::Position::BeforePath])?;
+        let store = store_for(&base)?;
+        self.known.register_store(url, Arc::clone(&store));
+        Ok(store)
+    }
 }
 
 /// Why a store could not be built (shown after "cannot set up the ... store").

@@ -139,10 +139,11 @@ impl Process {
     }
 }
 
-fn spawn(args: &[String]) -> Process {
+fn spawn(args: &[String], env: &[(&str, String)]) -> Process {
     Process(
         Command::new(BIN)
             .args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -171,39 +172,50 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Cluster {
+        Cluster::start_with(&[])
+    }
+
+    /// A cluster whose processes have `env` in their environment.
+    fn start_with(env: &[(&str, String)]) -> Cluster {
         let scheduler_port = free_port();
-        let scheduler = spawn(&[
-            "scheduler".into(),
-            "--bind-host".into(),
-            "127.0.0.1".into(),
-            "--bind-port".into(),
-            scheduler_port.to_string(),
-            "--executor-timeout-seconds".into(),
-            "6".into(),
-            "--expire-dead-executor-interval-seconds".into(),
-            "1".into(),
-        ]);
+        let scheduler = spawn(
+            &[
+                "scheduler".into(),
+                "--bind-host".into(),
+                "127.0.0.1".into(),
+                "--bind-port".into(),
+                scheduler_port.to_string(),
+                "--executor-timeout-seconds".into(),
+                "6".into(),
+                "--expire-dead-executor-interval-seconds".into(),
+                "1".into(),
+            ],
+            env,
+        );
         wait_for(scheduler_port);
         let executors = (0..2)
             .map(|_| {
                 let (port, grpc) = (free_port(), free_port());
-                let e = spawn(&[
-                    "executor".into(),
-                    "--scheduler-host".into(),
-                    "127.0.0.1".into(),
-                    "--scheduler-port".into(),
-                    scheduler_port.to_string(),
-                    "--bind-host".into(),
-                    "127.0.0.1".into(),
-                    "--bind-port".into(),
-                    port.to_string(),
-                    "--bind-grpc-port".into(),
-                    grpc.to_string(),
-                    "--concurrent-tasks".into(),
-                    "1".into(),
-                    "--executor-heartbeat-interval-seconds".into(),
-                    "2".into(),
-                ]);
+                let e = spawn(
+                    &[
+                        "executor".into(),
+                        "--scheduler-host".into(),
+                        "127.0.0.1".into(),
+                        "--scheduler-port".into(),
+                        scheduler_port.to_string(),
+                        "--bind-host".into(),
+                        "127.0.0.1".into(),
+                        "--bind-port".into(),
+                        port.to_string(),
+                        "--bind-grpc-port".into(),
+                        grpc.to_string(),
+                        "--concurrent-tasks".into(),
+                        "1".into(),
+                        "--executor-heartbeat-interval-seconds".into(),
+                        "2".into(),
+                    ],
+                    env,
+                );
                 wait_for(port);
                 e
             })
@@ -225,7 +237,16 @@ impl Cluster {
 /// Runs the shell on `sql` (csv, quiet), on the cluster at `remote` if
 /// given: (success, sorted output lines, stderr).
 fn shell(remote: Option<&str>, sql: &str) -> (bool, Vec<String>, String) {
+    shell_with(remote, sql, &[])
+}
+
+fn shell_with(
+    remote: Option<&str>,
+    sql: &str,
+    env: &[(&str, String)],
+) -> (bool, Vec<String>, String) {
     let mut command = Command::new(BIN);
+    command.envs(env.iter().map(|(k, v)| (k, v)));
     if let Some(url) = remote {
         command.args(["--remote", url]);
     }
@@ -314,4 +335,59 @@ fn a_killed_executor_ends_the_query_in_bounded_time() {
     } else {
         assert!(!err.trim().is_empty(), "a failed query says why");
     }
+}
+
+/// The example: an `s3://` input read by the executors and the
+/// network written back to `s3://` by them (moto's S3 server on loopback),
+/// equal to the local rows.
+#[cfg(feature = "cloud")]
+#[test]
+fn a_cluster_reads_and_writes_s3() {
+    let server = match crate::stores::cloud::moto() {
+        Ok(s) => s,
+        Err(why) => {
+            println!("skipped: {why}");
+            return;
+        }
+    };
+    let bucket = "kendall-cluster-test";
+    let (status, text) = server.request("PUT", &format!("/{bucket}"), b"");
+    assert_eq!(status, 200, "creating the bucket: {text}");
+    let data = std::fs::read(DEMO).unwrap();
+    let (status, text) = server.request("PUT", &format!("/{bucket}/expr.parquet"), &data);
+    assert_eq!(status, 200, "uploading: {text}");
+    let aws = [
+        ("AWS_ACCESS_KEY_ID", "test".to_string()),
+        ("AWS_SECRET_ACCESS_KEY", "test".to_string()),
+        ("AWS_REGION", "us-east-1".to_string()),
+        ("AWS_ENDPOINT", format!("http://127.0.0.1:{}", server.port)),
+        ("AWS_ALLOW_HTTP", "true".to_string()),
+    ];
+    let cluster = Cluster::start_with(&aws);
+    let url = cluster.url();
+    let network = |source: &str| {
+        format!(
+            "SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{source}') WHERE abs(tau) >= 0.8"
+        )
+    };
+    let (ok, local, err) = shell(None, &network(DEMO));
+    assert!(ok && local.len() > 1, "{err}");
+    let source = format!("s3://{bucket}/expr.parquet");
+    let (ok, remote, err) = shell_with(Some(&url), &network(&source), &aws);
+    assert!(ok, "{err}");
+    assert_eq!(local, remote, "{source} on the cluster");
+    let copy = format!(
+        "COPY ({}) TO 's3://{bucket}/net/' STORED AS CSV",
+        network(&source)
+    );
+    let (ok, _, err) = shell_with(Some(&url), &copy, &aws);
+    assert!(ok, "{copy}: {err}");
+    // What the executors wrote, read back through S3 by a local shell.
+    let (ok, written, err) = shell_with(
+        None,
+        &format!("SELECT gene_i, gene_j, tau FROM 's3://{bucket}/net/'"),
+        &aws,
+    );
+    assert!(ok, "reading the network back: {err}");
+    assert_eq!(local, written, "the network the cluster wrote");
 }

@@ -105,7 +105,7 @@ async fn without_the_cloud_feature_a_cloud_url_says_which_feature() {
 }
 
 #[cfg(feature = "cloud")]
-mod cloud {
+pub(crate) mod cloud {
     use std::io::{Read, Write};
     use std::net::{SocketAddr, TcpListener, TcpStream};
     use std::path::Path;
@@ -116,9 +116,9 @@ mod cloud {
     use crate::common::read_parquet;
 
     /// A server process, killed when dropped.
-    struct Server {
+    pub(crate) struct Server {
         child: Child,
-        port: u16,
+        pub(crate) port: u16,
     }
 
     impl Drop for Server {
@@ -171,7 +171,7 @@ mod cloud {
         }
 
         /// A one-off HTTP/1.1 request to the server: (status, body).
-        fn request(&self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
+        pub(crate) fn request(&self, method: &str, path: &str, body: &[u8]) -> (u16, String) {
             let mut stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
             stream
                 .set_read_timeout(Some(Duration::from_secs(30)))
@@ -230,7 +230,7 @@ mod cloud {
     }
 
     /// moto's S3 server on a free port, or why not.
-    fn moto() -> Result<Server, String> {
+    pub(crate) fn moto() -> Result<Server, String> {
         let importable = Command::new("python3")
             .args(["-c", "import moto.server"])
             .output()

@@ -24,11 +24,13 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 
 use datafusion::error::DataFusionError;
+use datafusion::execution::runtime_env::RuntimeEnvBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::execute_stream;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
+use datafusion_kendall::input::OnDemandStores;
 use futures::StreamExt;
 
 use args::{Args, Format, Parsed, Source, USAGE};
@@ -118,7 +120,12 @@ async fn context(
     remote: Option<&str>,
 ) -> datafusion::error::Result<SessionContext> {
     let Some(url) = remote else {
-        let ctx = SessionContext::new_with_config(config).enable_url_table();
+        // Object stores on demand: a `COPY ... TO 's3://...'` or
+        // `SELECT * FROM 's3://.../net/'` opens its store as a source does.
+        let runtime = RuntimeEnvBuilder::new()
+            .with_object_store_registry(Arc::new(OnDemandStores::default()))
+            .build_arc()?;
+        let ctx = SessionContext::new_with_config_rt(config, runtime).enable_url_table();
         datafusion_kendall::register(&ctx)?;
         return Ok(ctx);
     };
