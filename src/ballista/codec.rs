@@ -710,6 +710,15 @@ mod tests {
             exec.config().partitions,
             2 * crate::table::CLUSTER_PARTITIONS_PER_TARGET
         );
+        // What a task is sent of our node: its settings and the input's
+        // description (the sample names dominate: 57 here) and scan.
+        let bytes = physical_plan_to_bytes_with_extension_codec(
+            Arc::clone(&plan),
+            &KendallPhysicalCodec::default(),
+        )
+        .unwrap();
+        println!("plan bytes, 2,000 genes x 57 samples: {}", bytes.len());
+        assert!(bytes.len() < 16 << 10, "{} bytes", bytes.len());
         round_trip_in(cluster, &["SET kendall.partitions = 5"], &sql).await;
         let cluster =
             SessionContext::new_with_config(super::super::session_config(SessionConfig::new()));
