@@ -91,6 +91,7 @@ pub unsafe fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -
     debug_assert!(words.is_multiple_of(8) && lv.len() == words);
     debug_assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
     let mut acc = [_mm512_setzero_si512(); 4];
+    let mut neg = [_mm512_setzero_si512(); 4];
     let mut w = 0;
     while w < words {
         // SAFETY: w + 8 <= words and every slice has `words` elements.
@@ -100,18 +101,15 @@ pub unsafe fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -
             for k in 0..4 {
                 let a = load(gu[k].as_ptr().add(w));
                 let b = load(lu[k].as_ptr().add(w));
-                let c = _mm512_or_si512(_mm512_and_si512(a, g), _mm512_and_si512(b, l));
-                let d = _mm512_or_si512(_mm512_and_si512(a, l), _mm512_and_si512(b, g));
-                let diff = _mm512_sub_epi64(_mm512_popcnt_epi64(c), _mm512_popcnt_epi64(d));
-                acc[k] = _mm512_add_epi64(acc[k], diff);
+                // (a & g) | (b & l) and (a & l) | (b & g): one AND and one
+                // ternary-logic operation each (0xF8: x | (y & z)).
+                let c = _mm512_ternarylogic_epi64::<0xF8>(_mm512_and_si512(a, g), b, l);
+                let d = _mm512_ternarylogic_epi64::<0xF8>(_mm512_and_si512(a, l), b, g);
+                acc[k] = _mm512_add_epi64(acc[k], _mm512_popcnt_epi64(c));
+                neg[k] = _mm512_add_epi64(neg[k], _mm512_popcnt_epi64(d));
             }
         }
         w += 8;
     }
-    [
-        _mm512_reduce_add_epi64(acc[0]),
-        _mm512_reduce_add_epi64(acc[1]),
-        _mm512_reduce_add_epi64(acc[2]),
-        _mm512_reduce_add_epi64(acc[3]),
-    ]
+    std::array::from_fn(|k| _mm512_reduce_add_epi64(_mm512_sub_epi64(acc[k], neg[k])))
 }

@@ -156,6 +156,42 @@ pub fn one_popcount_budget(isa: Isa, words: usize) -> u64 {
     }
 }
 
+/// Rows of a group whose planes (G only for four tie-free rows, G and L
+/// for tied ones) take at most this many bytes are computed over whole
+/// planes, one column at a time: with a column's planes they stay in the L1
+/// data cache (32 KiB on Zen 3, 48 KiB on Zen 4 and 5).
+const WHOLE_ROWS_BYTES: usize = 24 << 10;
+
+/// Longer rows are walked in chunks of words whose four rows take this many
+/// bytes (256 words of G and L, 512 of G alone), every column of the block
+/// per chunk. Measured with `cargo bench --bench kernels` (see the README's
+/// Kernels section).
+const CHUNK_BYTES: usize = 16 << 10;
+
+/// Per-lane counts of a group's pair: `nd` (tie-free and one-popcount
+/// paths) or `S` (two-popcount path), summed over chunks.
+#[derive(Debug, Default, Clone, Copy)]
+struct Counts([i64; 4]);
+
+/// `S` of genes `i` and `j` on the one-popcount path from their discordant
+/// pairs: pairs untied in both genes are `n0 - n1 - n2 + n3`.
+#[inline]
+fn one_popcount_s(m: &RankedMatrix, n0: i64, i: usize, j: usize, nd: i64) -> i64 {
+    let n3 = m.tied_in_both(i, j) as i64;
+    n0 - m.tie_pairs(i) as i64 - m.tie_pairs(j) as i64 + n3 - 2 * nd
+}
+
+/// How a pair of a block is computed (see [`Bitset::block`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Path {
+    /// Both genes tie-free and complete: `S = n0 - 2·pc(Gu ^ Gv)`.
+    Xor,
+    /// Tied, complete, `n3` cheap: `S = (n0 - n1 - n2 + n3) - 2·nd`.
+    OnePopcount,
+    /// Otherwise: `S = pc(concordant) - pc(discordant)`.
+    TwoPopcounts,
+}
+
 /// The bit-plane kernel over shared planes, on one instruction set.
 #[derive(Debug, Clone)]
 pub struct Bitset {
@@ -219,6 +255,8 @@ impl Bitset {
                 .collect();
             &sorted
         };
+        // Per column of a group: its path and its counts so far.
+        let mut columns: Vec<(Path, Counts)> = Vec::new();
         for group in rows.chunks(4) {
             let r = group.len();
             // Lanes past the group's end repeat its last row; their results are dropped.
@@ -226,10 +264,12 @@ impl Bitset {
             let (gu, lu) = (idx.map(|i| p.g(i)), idx.map(|i| p.l(i)));
             let rows_untied = group.iter().all(|&i| m.untied(i as usize));
             let rows_complete = group.iter().all(|&i| !m.has_gaps(i as usize));
-            let lowest = group.iter().copied().min().unwrap_or(0) as usize;
-            for j in cols.start.max(lowest + 1)..cols.end {
-                let s = if rows_untied && m.untied(j) {
-                    self.xor_pop4(gu, p.g(j)).map(|nd| n0 - 2 * nd as i64)
+            let first = cols
+                .start
+                .max(group.iter().copied().min().unwrap_or(0) as usize + 1);
+            let path_of = |j: usize| {
+                if rows_untied && m.untied(j) {
+                    Path::Xor
                 } else if budget > 0
                     && rows_complete
                     && !m.has_gaps(j)
@@ -239,30 +279,102 @@ impl Bitset {
                         .sum::<u64>()
                         <= budget
                 {
-                    let nd = self.disc_pop4(gu, lu, p.g(j), p.l(j));
-                    let n2 = m.tie_pairs(j) as i64;
-                    std::array::from_fn(|k| {
-                        let i = idx[k];
-                        if k >= r || j <= i {
-                            return 0; // dropped below
-                        }
-                        // Pairs untied in both genes: n0 - n1 - n2 + n3.
-                        let n3 = m.tied_in_both(i, j) as i64;
-                        let untied = n0 - m.tie_pairs(i) as i64 - n2 + n3;
-                        untied - 2 * nd[k] as i64
-                    })
+                    Path::OnePopcount
                 } else {
-                    self.s_pop4(gu, lu, p.g(j), p.l(j))
-                };
+                    Path::TwoPopcounts
+                }
+            };
+            // Rows that stay in the L1 cache with a column's planes are
+            // computed one column at a time over whole planes; longer ones
+            // in chunks of words, every column per chunk, so that the rows'
+            // chunks stay cached while the columns stream past them (four
+            // tied rows at n = 310 are 48 KiB of planes).
+            let planes_per_row = if rows_untied { 1 } else { 2 };
+            if planes_per_row * 4 * p.words() * 8 <= WHOLE_ROWS_BYTES {
+                for j in first..cols.end {
+                    let (gv, lv) = (p.g(j), p.l(j));
+                    let s: [i64; 4] = match path_of(j) {
+                        Path::Xor => self.xor_pop4(gu, gv).map(|nd| n0 - 2 * nd as i64),
+                        Path::OnePopcount => {
+                            let nd = self.disc_pop4(gu, lu, gv, lv);
+                            std::array::from_fn(|k| {
+                                if k < r && j > idx[k] {
+                                    one_popcount_s(m, n0, idx[k], j, nd[k] as i64)
+                                } else {
+                                    0 // dropped below
+                                }
+                            })
+                        }
+                        Path::TwoPopcounts => self.s_pop4(gu, lu, gv, lv),
+                    };
+                    for (k, &i) in idx.iter().enumerate().take(r) {
+                        if j > i {
+                            out.push(PairNumerator {
+                                i: i as u32,
+                                j: j as u32,
+                                s: s[k],
+                            });
+                        }
+                    }
+                }
+                continue;
+            }
+            columns.clear();
+            columns.extend((first..cols.end).map(|j| (path_of(j), Counts::default())));
+            let chunk = CHUNK_BYTES / (planes_per_row * 4 * 8);
+            let mut w0 = 0;
+            while w0 < p.words() {
+                let w1 = (w0 + chunk).min(p.words());
+                let (gu, lu) = (gu.map(|x| &x[w0..w1]), lu.map(|x| &x[w0..w1]));
+                for (j, (path, counts)) in (first..).zip(columns.iter_mut()) {
+                    let (gv, lv) = (&p.g(j)[w0..w1], &p.l(j)[w0..w1]);
+                    self.count(*path, gu, lu, gv, lv, counts);
+                }
+                w0 = w1;
+            }
+            for (j, (path, counts)) in (first..).zip(&columns) {
                 for (k, &i) in idx.iter().enumerate().take(r) {
                     if j > i {
+                        let s = match path {
+                            Path::Xor => n0 - 2 * counts.0[k],
+                            Path::OnePopcount => one_popcount_s(m, n0, i, j, counts.0[k]),
+                            Path::TwoPopcounts => counts.0[k],
+                        };
                         out.push(PairNumerator {
                             i: i as u32,
                             j: j as u32,
-                            s: s[k],
+                            s,
                         });
                     }
                 }
+            }
+        }
+    }
+
+    /// Adds the counts of `path` over the given words of four rows and a
+    /// column to `counts`.
+    #[inline]
+    fn count(
+        &self,
+        path: Path,
+        gu: [&[u64]; 4],
+        lu: [&[u64]; 4],
+        gv: &[u64],
+        lv: &[u64],
+        counts: &mut Counts,
+    ) {
+        match path {
+            Path::Xor => {
+                let nd = self.xor_pop4(gu, gv);
+                (0..4).for_each(|k| counts.0[k] += nd[k] as i64);
+            }
+            Path::OnePopcount => {
+                let nd = self.disc_pop4(gu, lu, gv, lv);
+                (0..4).for_each(|k| counts.0[k] += nd[k] as i64);
+            }
+            Path::TwoPopcounts => {
+                let s = self.s_pop4(gu, lu, gv, lv);
+                (0..4).for_each(|k| counts.0[k] += s[k]);
             }
         }
     }
