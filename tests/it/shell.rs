@@ -186,6 +186,43 @@ fn quiet_hides_copy_counts_and_timings() {
     assert!(target.exists());
 }
 
+/// `COPY ... TO 'dir/'` without `STORED AS` (DataFusion alone refuses it)
+/// writes Parquet files there, which read back as the same rows.
+#[test]
+fn copy_to_a_directory_writes_parquet() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = format!("{}/net/", dir.path().display());
+    let network = format!(
+        "SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{}') WHERE abs(tau) >= 0.8",
+        demo()
+    );
+    let out = output(&["-q", "-c", &format!("COPY ({network}) TO '{target}'")]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let files: Vec<PathBuf> = std::fs::read_dir(&target)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!files.is_empty());
+    for file in &files {
+        let bytes = std::fs::read(file).unwrap();
+        assert!(
+            bytes.starts_with(b"PAR1"),
+            "{} is not Parquet",
+            file.display()
+        );
+    }
+    let sorted = |sql: &str| {
+        let out = output(&["-q", "--format", "csv", "-c", sql]);
+        assert!(out.status.success(), "{sql}: {}", text(&out.stderr));
+        let mut lines: Vec<String> = text(&out.stdout).lines().map(String::from).collect();
+        lines.sort();
+        lines
+    };
+    let written = sorted(&format!("SELECT gene_i, gene_j, tau FROM '{target}'"));
+    assert!(written.len() > 1, "{written:?}");
+    assert_eq!(written, sorted(&network));
+}
+
 #[test]
 fn shell_commands_and_settings() {
     let mut child = shell(&[])

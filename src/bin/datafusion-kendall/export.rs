@@ -28,6 +28,26 @@ pub fn local_copy_target(statement: &DFStatement) -> Option<PathBuf> {
     }
 }
 
+/// Gives a `COPY ... TO` without `STORED AS` whose target has no file
+/// extension (a directory such as `'s3://lab/net/'`) the Parquet format,
+/// where DataFusion would refuse it ("Format not explicitly set"): a network
+/// written to a directory is Parquet unless the statement says otherwise.
+/// Returns whether it did.
+pub fn default_copy_format(statement: &mut DFStatement) -> bool {
+    let DFStatement::CopyTo(copy) = statement else {
+        return false;
+    };
+    let path = copy
+        .target
+        .split_once("://")
+        .map_or(copy.target.as_str(), |(_, p)| p);
+    if copy.stored_as.is_some() || Path::new(path).extension().is_some() {
+        return false;
+    }
+    copy.stored_as = Some("PARQUET".to_string());
+    true
+}
+
 /// Removes what a failed or cancelled COPY to `target` wrote since `since`:
 /// the target file and its staging files (`NAME#N`), or, for a directory
 /// target, the files below it; returns what it removed. Files older than
@@ -88,6 +108,35 @@ fn is_number(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copy_to_a_directory_defaults_to_parquet() {
+        let parse = |sql: &str| {
+            datafusion::sql::parser::DFParser::parse_sql(sql)
+                .unwrap()
+                .pop_front()
+                .unwrap()
+        };
+        let stored_as = |sql: &str| {
+            let mut statement = parse(sql);
+            default_copy_format(&mut statement);
+            match statement {
+                DFStatement::CopyTo(copy) => copy.stored_as,
+                _ => unreachable!("a COPY statement"),
+            }
+        };
+        let parquet = Some("PARQUET".to_string());
+        assert_eq!(stored_as("COPY (SELECT 1) TO 's3://lab/net/'"), parquet);
+        assert_eq!(stored_as("COPY (SELECT 1) TO 'out/net'"), parquet);
+        assert_eq!(stored_as("COPY (SELECT 1) TO 'net.csv'"), None);
+        assert_eq!(stored_as("COPY (SELECT 1) TO 's3://lab/net.csv'"), None);
+        assert_eq!(
+            stored_as("COPY (SELECT 1) TO 'out/' STORED AS CSV"),
+            Some("CSV".to_string())
+        );
+        let mut select = parse("SELECT 1");
+        assert!(!default_copy_format(&mut select));
+    }
 
     #[test]
     fn finds_local_targets_only() {

@@ -233,7 +233,8 @@ impl Shell {
     /// cancels the statement running (dropping its stream stops the query).
     pub async fn run(&self, sql: &str) -> Result<(), Stop> {
         let statements = DFParser::parse_sql(sql)?;
-        for statement in statements {
+        for mut statement in statements {
+            export::default_copy_format(&mut statement);
             let copy_target = export::local_copy_target(&statement);
             let started = SystemTime::now();
             let result = tokio::select! {
