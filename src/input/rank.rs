@@ -396,6 +396,12 @@ impl RankedMatrix {
         let mut both = 0u64;
         for &(start, len) in self.groups(u) {
             let group = &order[start as usize..(start + len) as usize];
+            if let &[a, b] = group {
+                // Pairs of equal values, most groups when ties are few
+                // (rounded data): one branch-free check.
+                both += u64::from(rv[a as usize] == rv[b as usize]);
+                continue;
+            }
             for (p, &a) in group.iter().enumerate() {
                 let ra = rv[a as usize];
                 both += group[p + 1..]

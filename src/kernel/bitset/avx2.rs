@@ -34,6 +34,37 @@ fn popcnt256(v: __m256i) -> __m256i {
     _mm256_sad_epu8(bytes, _mm256_setzero_si256())
 }
 
+/// [`super::scalar::compare64`], 8 ranks per comparison: ranks are below
+/// 2^31, so the signed comparison orders them, and
+/// [`MISSING_RANK`](crate::input::MISSING_RANK) (-1 as a signed lane) is
+/// never "greater" and is taken out of "less".
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn compare64(ra: u32, chunk: &[u32]) -> (u64, u64) {
+    debug_assert!(chunk.len() <= 64 && ra < 1 << 31);
+    let a = _mm256_set1_epi32(ra as i32);
+    let missing = _mm256_set1_epi32(-1);
+    let bits = |v: __m256i| _mm256_movemask_ps(_mm256_castsi256_ps(v)) as u8 as u64;
+    let (mut greater, mut less) = (0u64, 0u64);
+    let mut k = 0;
+    while k + 8 <= chunk.len() {
+        // SAFETY: k + 8 <= chunk.len(); unaligned load.
+        let b = unsafe { _mm256_loadu_si256(chunk.as_ptr().add(k).cast()) };
+        let gt = _mm256_cmpgt_epi32(b, a);
+        let lt = _mm256_andnot_si256(_mm256_cmpeq_epi32(b, missing), _mm256_cmpgt_epi32(a, b));
+        greater |= bits(gt) << k;
+        less |= bits(lt) << k;
+        k += 8;
+    }
+    if k < chunk.len() {
+        let (g, l) = super::scalar::compare64(ra, &chunk[k..]);
+        (greater, less) = (greater | g << k, less | l << k);
+    }
+    (greater, less)
+}
+
 /// Loads the 4 words at `p`.
 ///
 /// # Safety

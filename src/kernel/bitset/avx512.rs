@@ -8,6 +8,35 @@ use std::arch::x86_64::*;
 ///
 /// # Safety
 /// `p..p+8` must be readable.
+/// [`super::scalar::compare64`], 16 ranks per comparison (the last ones
+/// under a mask: masked-off lanes are not read).
+///
+/// # Safety
+/// The CPU must support AVX-512 F.
+#[target_feature(enable = "avx512f")]
+pub unsafe fn compare64(ra: u32, chunk: &[u32]) -> (u64, u64) {
+    debug_assert!(chunk.len() <= 64);
+    let a = _mm512_set1_epi32(ra as i32);
+    let missing = _mm512_set1_epi32(crate::input::MISSING_RANK as i32);
+    let (mut greater, mut less) = (0u64, 0u64);
+    let mut k = 0;
+    while k < chunk.len() {
+        let mask: __mmask16 = match chunk.len() - k {
+            16.. => u16::MAX,
+            left => (1u16 << left) - 1,
+        };
+        // SAFETY: the lanes under `mask` are in `chunk`; the others are
+        // neither read nor faulted on.
+        let b = unsafe { _mm512_maskz_loadu_epi32(mask, chunk.as_ptr().add(k).cast()) };
+        let gt = _mm512_mask_cmpgt_epu32_mask(mask, b, a) & !_mm512_cmpeq_epi32_mask(b, missing);
+        let lt = _mm512_mask_cmplt_epu32_mask(mask, b, a);
+        greater |= u64::from(gt) << k;
+        less |= u64::from(lt) << k;
+        k += 16;
+    }
+    (greater, less)
+}
+
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn load(p: *const u64) -> __m512i {

@@ -72,11 +72,13 @@ impl BitPlanes {
         let words = words_per_plane(n);
         let mut g = try_filled(m.genes() * words, 0u64, "bit-planes")?;
         let mut l = try_filled(m.genes() * words, 0u64, "bit-planes")?;
+        // The planes are the same bits whichever instruction set builds them.
+        let isa = Isa::detect();
         if words > 0 {
             g.par_chunks_mut(words)
                 .zip(l.par_chunks_mut(words))
                 .enumerate()
-                .for_each(|(gene, (g, l))| fill_planes(m.ranks(gene), g, l));
+                .for_each(|(gene, (g, l))| fill_planes(isa, m.ranks(gene), g, l));
         }
         Ok(Self { words, g, l })
     }
@@ -104,7 +106,7 @@ impl BitPlanes {
 /// contiguous, so it is written 64 comparisons at a time. A pair with a
 /// missing value is in neither plane, so it counts as nothing for any
 /// partner: the planes give S over the samples a pair has in common.
-fn fill_planes(ranks: &[u32], g: &mut [u64], l: &mut [u64]) {
+fn fill_planes(isa: Isa, ranks: &[u32], g: &mut [u64], l: &mut [u64]) {
     let n = ranks.len();
     let mut bit = 0usize;
     for a in 0..n {
@@ -114,17 +116,25 @@ fn fill_planes(ranks: &[u32], g: &mut [u64], l: &mut [u64]) {
             continue;
         }
         for chunk in ranks[a + 1..].chunks(64) {
-            let (mut greater, mut less) = (0u64, 0u64);
-            for (k, &rb) in chunk.iter().enumerate() {
-                // MISSING_RANK is above every rank: never "less", and
-                // excluded from "greater" explicitly.
-                greater |= u64::from(rb > ra && rb != MISSING_RANK) << k;
-                less |= u64::from(rb < ra) << k;
-            }
+            let (greater, less) = compare64(isa, ra, chunk);
             put_bits(g, bit, greater);
             put_bits(l, bit, less);
             bit += chunk.len();
         }
+    }
+}
+
+/// [`scalar::compare64`] on `isa` (available: [`Isa::detect`]).
+#[inline]
+fn compare64(isa: Isa, ra: u32, chunk: &[u32]) -> (u64, u64) {
+    match isa {
+        // SAFETY: `isa` was detected on this CPU.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => unsafe { avx512::compare64(ra, chunk) },
+        // SAFETY: as above.
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => unsafe { avx2::compare64(ra, chunk) },
+        _ => scalar::compare64(ra, chunk),
     }
 }
 
@@ -449,6 +459,40 @@ mod tests {
         assert_eq!(p.words(), 8);
         assert_eq!(p.g(0)[0], 0b100);
         assert_eq!(p.l(0)[0], 0b011);
+    }
+
+    /// Every instruction set builds the same planes, with ties and missing
+    /// values, at lengths around the 8- and 16-lane steps.
+    #[test]
+    fn every_isa_builds_the_same_planes() {
+        let mut state = 11u64;
+        let mut next = |k: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % k
+        };
+        for n in [1usize, 2, 7, 8, 9, 15, 16, 17, 63, 64, 65, 100, 131, 310] {
+            for levels in [3u64, 1 << 30] {
+                let values: Vec<f64> = (0..n)
+                    .map(|_| match next(10) {
+                        0 => f64::NAN,
+                        _ => next(levels) as f64,
+                    })
+                    .collect();
+                let m = RankedMatrix::from_values(1, n, &values);
+                let words = words_per_plane(n);
+                let planes = |isa| {
+                    let (mut g, mut l) = (vec![0u64; words], vec![0u64; words]);
+                    fill_planes(isa, m.ranks(0), &mut g, &mut l);
+                    (g, l)
+                };
+                let reference = planes(Isa::Scalar);
+                for isa in Isa::ALL.into_iter().filter(|i| i.is_available()) {
+                    assert_eq!(planes(isa), reference, "{isa}, n = {n}, levels {levels}");
+                }
+            }
+        }
     }
 
     #[test]

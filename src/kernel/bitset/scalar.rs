@@ -4,6 +4,22 @@
 //! enabled (the `popcnt_*` functions), since the baseline x86-64 target
 //! counts bits in software.
 
+/// The G and L bits of one stretch of a plane row: bit `k` of the first
+/// word is set when `chunk[k] > ra` (`chunk[k]` present), of the second when
+/// `chunk[k] < ra`; `chunk` holds at most 64 ranks, `ra` is present.
+/// [`MISSING_RANK`](crate::input::MISSING_RANK) is above every rank: never
+/// "less", and excluded from "greater" explicitly.
+#[inline]
+pub fn compare64(ra: u32, chunk: &[u32]) -> (u64, u64) {
+    debug_assert!(chunk.len() <= 64);
+    let (mut greater, mut less) = (0u64, 0u64);
+    for (k, &rb) in chunk.iter().enumerate() {
+        greater |= u64::from(rb > ra && rb != crate::input::MISSING_RANK) << k;
+        less |= u64::from(rb < ra) << k;
+    }
+    (greater, less)
+}
+
 /// `[pc(a_k ^ b) for k in 0..4]`.
 #[inline(always)]
 pub fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
