@@ -542,7 +542,8 @@ mod tests {
         assert_eq!(auto(57, 0, Isa::Scalar), KernelKind::Naive);
         assert_eq!(auto(5000, big, Isa::Scalar), KernelKind::Vse);
         // Crossovers per instruction set.
-        assert_eq!(auto(1800, big, Isa::Avx512), KernelKind::Vse);
+        assert_eq!(auto(1800, big, Isa::Avx512), KernelKind::Bitset);
+        assert_eq!(auto(2001, big, Isa::Avx512), KernelKind::Vse);
         assert_eq!(auto(1800, big, Isa::Avx2), KernelKind::Bitset);
         assert_eq!(auto(1800, big, Isa::Scalar), KernelKind::Bitset);
         assert_eq!(auto(2001, big, Isa::Avx2), KernelKind::Vse);
