@@ -168,6 +168,9 @@ impl KendallOptions {
 /// message naming the option, the value and the allowed range.
 macro_rules! whole_number_option {
     ($(#[$doc:meta])* $name:ident, $sql:literal, $min:literal) => {
+        whole_number_option!($(#[$doc])* $name, $sql, $min, usize::MAX);
+    };
+    ($(#[$doc:meta])* $name:ident, $sql:literal, $min:literal, $max:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub struct $name(pub usize);
@@ -193,11 +196,16 @@ macro_rules! whole_number_option {
             // `n >= 0` is always true for the option whose minimum is 0.
             #[allow(unused_comparisons)]
             fn set(&mut self, _key: &str, value: &str) -> Result<()> {
+                let max: usize = $max;
                 match value.trim().parse::<usize>() {
-                    Ok(n) if n >= $min => {
+                    Ok(n) if n >= $min && n <= max => {
                         self.0 = n;
                         Ok(())
                     }
+                    _ if max < usize::MAX => Err(DataFusionError::Configuration(format!(
+                        "{} must be a whole number >= {} and at most {max}, got '{value}'",
+                        $sql, $min
+                    ))),
                     _ => Err(DataFusionError::Configuration(format!(
                         "{} must be a whole number >= {}, got '{value}'",
                         $sql, $min
@@ -215,11 +223,18 @@ whole_number_option!(
     1
 );
 
+/// Most partitions a pair scan may be split into (`kendall.partitions`):
+/// each is a stream and, on a cluster, a task with its own plan; a value
+/// beyond this is a mistake, not a plan.
+pub const MAX_PARTITIONS: usize = 65_536;
+
 whole_number_option!(
-    /// `kendall.partitions`: a number of partitions, 0 for the default.
+    /// `kendall.partitions`: a number of partitions, 0 for the default, at
+    /// most [`MAX_PARTITIONS`].
     Partitions,
     "kendall.partitions",
-    0
+    0,
+    MAX_PARTITIONS
 );
 
 whole_number_option!(

@@ -144,6 +144,9 @@ fn spawn(args: &[String], env: &[(&str, String)]) -> Process {
         Command::new(BIN)
             .args(args)
             .envs(env.iter().map(|(k, v)| (k, v)))
+            // Elsewhere than the client (the crate's directory), as on a
+            // real cluster: relative paths must not reach them as such.
+            .current_dir(std::env::temp_dir())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -296,6 +299,22 @@ fn a_cluster_of_processes_gives_the_local_rows_and_shares_the_work() {
         assert!(ok, "cluster {sql}: {err}");
         assert_eq!(local, remote, "{sql}");
     }
+    // A COPY to a relative directory lands where the client is, though the
+    // executors that write it run elsewhere.
+    let dir = tempfile::tempdir_in(".").unwrap();
+    let network = format!(
+        "SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{DEMO}') WHERE abs(tau) >= 0.8"
+    );
+    // Relative to the test's directory (tempfile names it absolutely).
+    let name = dir.path().file_name().unwrap().to_string_lossy();
+    let target = format!("{name}/net/");
+    let (ok, _, err) = shell(Some(&url), &format!("COPY ({network}) TO '{target}'"));
+    assert!(ok, "{err}");
+    let (ok, written, err) = shell(None, &format!("SELECT gene_i, gene_j, tau FROM '{target}'"));
+    assert!(ok, "reading back {target}: {err}");
+    let (_, local, _) = shell(None, &network);
+    assert!(local.len() > 1);
+    assert_eq!(written, local, "the network the cluster wrote to {target}");
     // The pairs of the demo data with the naive kernel: long enough that
     // both executors get tasks (8 partitions, one slot each).
     let before: Vec<f64> = cluster.executors.iter().map(Process::cpu_seconds).collect();

@@ -413,6 +413,10 @@ async fn option_values_are_checked_and_named() {
             &["kendall.partitions", ">= 0", "'-2'"],
         ),
         (
+            "SET kendall.partitions = 100000000",
+            &["kendall.partitions", "at most 65536", "'100000000'"],
+        ),
+        (
             "SET kendall.no_such_option = 1",
             &["kendall.no_such_option", "kendall.tile_size"],
         ),

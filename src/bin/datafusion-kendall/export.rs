@@ -48,6 +48,27 @@ pub fn default_copy_format(statement: &mut DFStatement) -> bool {
     true
 }
 
+/// Makes the local relative target of a `COPY` absolute (from the shell's
+/// working directory): on a cluster the executors write it, and they were
+/// started elsewhere. URLs and absolute paths are kept.
+pub fn absolute_copy_target(statement: &mut DFStatement) {
+    let DFStatement::CopyTo(copy) = statement else {
+        return;
+    };
+    let path = Path::new(&copy.target);
+    if copy.target.contains("://") || path.is_absolute() {
+        return;
+    }
+    if let Ok(absolute) = std::path::absolute(path) {
+        let trailing = copy.target.ends_with('/');
+        copy.target = absolute.display().to_string();
+        // A trailing slash says "a directory" to DataFusion's writer.
+        if trailing && !copy.target.ends_with('/') {
+            copy.target.push('/');
+        }
+    }
+}
+
 /// Removes what a failed or cancelled COPY to `target` wrote since `since`:
 /// the target file and its staging files (`NAME#N`), or, for a directory
 /// target, the files below it; returns what it removed. Files older than
@@ -136,6 +157,32 @@ mod tests {
         );
         let mut select = parse("SELECT 1");
         assert!(!default_copy_format(&mut select));
+    }
+
+    #[test]
+    fn relative_copy_targets_become_absolute() {
+        let target = |sql: &str| {
+            let mut statement = datafusion::sql::parser::DFParser::parse_sql(sql)
+                .unwrap()
+                .pop_front()
+                .unwrap();
+            absolute_copy_target(&mut statement);
+            match statement {
+                DFStatement::CopyTo(copy) => copy.target,
+                _ => unreachable!("a COPY statement"),
+            }
+        };
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            target("COPY (SELECT 1) TO 'out/net.csv'"),
+            cwd.join("out/net.csv").display().to_string()
+        );
+        assert_eq!(
+            target("COPY (SELECT 1) TO 'out/net/'"),
+            format!("{}/", cwd.join("out/net").display())
+        );
+        assert_eq!(target("COPY (SELECT 1) TO '/tmp/net.csv'"), "/tmp/net.csv");
+        assert_eq!(target("COPY (SELECT 1) TO 's3://b/net/'"), "s3://b/net/");
     }
 
     #[test]

@@ -216,6 +216,9 @@ pub struct Shell {
     maxrows: Option<usize>,
     quiet: bool,
     out: Stdout,
+    /// A client of a cluster (`--remote`): its executors write `COPY`
+    /// targets, so relative ones are made absolute here.
+    remote: bool,
 }
 
 impl Shell {
@@ -226,6 +229,7 @@ impl Shell {
             maxrows: args.maxrows,
             quiet: args.quiet,
             out: Stdout::default(),
+            remote: args.remote.is_some(),
         }
     }
 
@@ -235,6 +239,9 @@ impl Shell {
         let statements = DFParser::parse_sql(sql)?;
         for mut statement in statements {
             export::default_copy_format(&mut statement);
+            if self.remote {
+                export::absolute_copy_target(&mut statement);
+            }
             let copy_target = export::local_copy_target(&statement);
             let started = SystemTime::now();
             let result = tokio::select! {
