@@ -386,17 +386,19 @@ pub const CLUSTER_PARTITIONS_PER_TARGET: usize = 4;
 
 /// The partitions of a scan: `kendall.partitions` when set (`option` > 0),
 /// else the session's target partitions, times
-/// [`CLUSTER_PARTITIONS_PER_TARGET`] on a cluster.
+/// [`CLUSTER_PARTITIONS_PER_TARGET`] on a cluster, at most
+/// [`MAX_PARTITIONS`](crate::options::MAX_PARTITIONS).
 fn partitions(option: usize, config: &ConfigOptions) -> usize {
     if option > 0 {
         return option;
     }
     let target = config.execution.target_partitions.max(1);
-    if on_cluster(config) {
-        target * CLUSTER_PARTITIONS_PER_TARGET
+    let partitions = if on_cluster(config) {
+        target.saturating_mul(CLUSTER_PARTITIONS_PER_TARGET)
     } else {
         target
-    }
+    };
+    partitions.min(crate::options::MAX_PARTITIONS)
 }
 
 /// Whether a session plans for a Ballista cluster (its configuration

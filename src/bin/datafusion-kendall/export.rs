@@ -41,7 +41,9 @@ pub fn default_copy_format(statement: &mut DFStatement) -> bool {
         .target
         .split_once("://")
         .map_or(copy.target.as_str(), |(_, p)| p);
-    if copy.stored_as.is_some() || Path::new(path).extension().is_some() {
+    // A trailing slash names a directory whatever its name holds ('out.d/').
+    let directory = path.ends_with('/');
+    if copy.stored_as.is_some() || (!directory && Path::new(path).extension().is_some()) {
         return false;
     }
     copy.stored_as = Some("PARQUET".to_string());
@@ -149,6 +151,11 @@ mod tests {
         let parquet = Some("PARQUET".to_string());
         assert_eq!(stored_as("COPY (SELECT 1) TO 's3://lab/net/'"), parquet);
         assert_eq!(stored_as("COPY (SELECT 1) TO 'out/net'"), parquet);
+        assert_eq!(stored_as("COPY (SELECT 1) TO 'out.d/'"), parquet);
+        assert_eq!(
+            stored_as("COPY (SELECT 1) TO 's3://lab.data/net.v2/'"),
+            parquet
+        );
         assert_eq!(stored_as("COPY (SELECT 1) TO 'net.csv'"), None);
         assert_eq!(stored_as("COPY (SELECT 1) TO 's3://lab/net.csv'"), None);
         assert_eq!(

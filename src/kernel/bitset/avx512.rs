@@ -4,10 +4,6 @@
 
 use std::arch::x86_64::*;
 
-/// Loads the 8 words at `p`.
-///
-/// # Safety
-/// `p..p+8` must be readable.
 /// [`super::scalar::compare64`], 16 ranks per comparison (the last ones
 /// under a mask: masked-off lanes are not read).
 ///
@@ -37,6 +33,10 @@ pub unsafe fn compare64(ra: u32, chunk: &[u32]) -> (u64, u64) {
     (greater, less)
 }
 
+/// Loads the 8 words at `p`.
+///
+/// # Safety
+/// `p..p+8` must be readable.
 #[inline]
 #[target_feature(enable = "avx512f")]
 unsafe fn load(p: *const u64) -> __m512i {
