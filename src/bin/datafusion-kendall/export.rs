@@ -132,14 +132,16 @@ fn is_number(s: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The one statement of `sql`.
+    fn parse(sql: &str) -> DFStatement {
+        datafusion::sql::parser::DFParser::parse_sql(sql)
+            .unwrap()
+            .pop_front()
+            .unwrap()
+    }
+
     #[test]
     fn copy_to_a_directory_defaults_to_parquet() {
-        let parse = |sql: &str| {
-            datafusion::sql::parser::DFParser::parse_sql(sql)
-                .unwrap()
-                .pop_front()
-                .unwrap()
-        };
         let stored_as = |sql: &str| {
             let mut statement = parse(sql);
             default_copy_format(&mut statement);
@@ -169,10 +171,7 @@ mod tests {
     #[test]
     fn relative_copy_targets_become_absolute() {
         let target = |sql: &str| {
-            let mut statement = datafusion::sql::parser::DFParser::parse_sql(sql)
-                .unwrap()
-                .pop_front()
-                .unwrap();
+            let mut statement = parse(sql);
             absolute_copy_target(&mut statement);
             match statement {
                 DFStatement::CopyTo(copy) => copy.target,
@@ -194,12 +193,6 @@ mod tests {
 
     #[test]
     fn finds_local_targets_only() {
-        let parse = |sql: &str| {
-            datafusion::sql::parser::DFParser::parse_sql(sql)
-                .unwrap()
-                .pop_front()
-                .unwrap()
-        };
         assert_eq!(
             local_copy_target(&parse("COPY (SELECT 1) TO 'out/net.csv'")),
             Some(PathBuf::from("out/net.csv"))
