@@ -413,6 +413,15 @@ impl RankedMatrix {
         both
     }
 
+    /// Gene `g`'s groups of two or more equal present values, each as the
+    /// samples holding the value, in ascending value order.
+    pub fn tie_groups(&self, g: usize) -> impl Iterator<Item = &[u32]> {
+        let order = self.order(g);
+        self.groups(g)
+            .iter()
+            .map(move |&(start, len)| &order[start as usize..(start + len) as usize])
+    }
+
     /// Gene `g`'s groups of two or more equal values, as (start, length)
     /// ranges of [`RankedMatrix::order`], in ascending value order.
     #[inline]

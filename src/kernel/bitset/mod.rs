@@ -10,7 +10,7 @@
 //!
 //! For two tied genes without missing values, `S = pc(Tu & Tv) - 2·nd`
 //! with `T = G | L`, and `pc(Tu & Tv) = n0 - n1 - n2 + n3` (`n3`: pairs tied
-//! in both genes, from the tie groups, see [`RankedMatrix::tied_in_both`]):
+//! in both genes, from lists of each gene's tied pairs, [`ties`]):
 //! one popcount instead of two, taken where counting `n3` is cheaper than
 //! the popcount it saves ([`one_popcount_budget`]).
 //!
@@ -20,6 +20,7 @@
 //! and padding bits (zero in both planes) count as nothing.
 
 mod scalar;
+mod ties;
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -37,15 +38,26 @@ use super::isa::Isa;
 use super::{PairNumerator, pair_count};
 use crate::input::{MISSING_RANK, RankedMatrix};
 use crate::memory::try_filled;
+use ties::TiedPairs;
 
 /// Words (u64) per plane: enough for n0 bits, rounded up to 8 (one zmm).
 pub fn words_per_plane(samples: usize) -> usize {
     (pair_count(samples) as usize).div_ceil(64).div_ceil(8) * 8
 }
 
-/// Bytes the planes of `genes` genes of `samples` samples occupy.
+/// Bytes the planes of `genes` genes of `samples` samples occupy, with
+/// the lists of tied sample pairs kept beside them (at most a sixteenth of
+/// the planes, see [`listed_pairs_cap`]).
 pub fn plane_bytes(genes: usize, samples: usize) -> u64 {
-    genes as u64 * 2 * words_per_plane(samples) as u64 * 8
+    let words = words_per_plane(samples);
+    genes as u64 * 2 * words as u64 * 8 + TiedPairs::max_bytes(genes, listed_pairs_cap(words))
+}
+
+/// Genes with at most this many tied sample pairs list them for `n3`
+/// ([`TiedPairs`]): a quarter of a plane's words, 4 bytes each. Pairs whose
+/// gene with fewer tied pairs has more count `n3` from its tie groups.
+fn listed_pairs_cap(words: usize) -> u64 {
+    words as u64 / 4
 }
 
 /// The G and L bit-planes of every gene.
@@ -56,6 +68,8 @@ pub struct BitPlanes {
     g: Vec<u64>,
     /// genes × words, row-major.
     l: Vec<u64>,
+    /// Tied sample pairs of the genes with few.
+    ties: TiedPairs,
 }
 
 impl BitPlanes {
@@ -80,7 +94,8 @@ impl BitPlanes {
                 .enumerate()
                 .for_each(|(gene, (g, l))| fill_planes(isa, m.ranks(gene), g, l));
         }
-        Ok(Self { words, g, l })
+        let ties = TiedPairs::try_build(m, listed_pairs_cap(words))?;
+        Ok(Self { words, g, l, ties })
     }
 
     /// Words per plane.
@@ -181,8 +196,8 @@ const CHUNK_BYTES: usize = 16 << 10;
 /// `S` of genes `i` and `j` on the one-popcount path from their discordant
 /// pairs: pairs untied in both genes are `n0 - n1 - n2 + n3`.
 #[inline]
-fn one_popcount_s(m: &RankedMatrix, n0: i64, i: usize, j: usize, nd: i64) -> i64 {
-    let n3 = m.tied_in_both(i, j) as i64;
+fn one_popcount_s(p: &BitPlanes, m: &RankedMatrix, n0: i64, i: usize, j: usize, nd: i64) -> i64 {
+    let n3 = p.ties.n3(m, i, j) as i64;
     n0 - m.tie_pairs(i) as i64 - m.tie_pairs(j) as i64 + n3 - 2 * nd
 }
 
@@ -307,7 +322,7 @@ impl Bitset {
                             let nd = self.disc_pop4(gu, lu, gv, lv);
                             std::array::from_fn(|k| {
                                 if k < r && j > idx[k] {
-                                    one_popcount_s(m, n0, idx[k], j, nd[k] as i64)
+                                    one_popcount_s(p, m, n0, idx[k], j, nd[k] as i64)
                                 } else {
                                     0 // dropped below
                                 }
@@ -345,7 +360,7 @@ impl Bitset {
                     if j > i {
                         let s = match path {
                             Path::Xor => n0 - 2 * counts[k],
-                            Path::OnePopcount => one_popcount_s(m, n0, i, j, counts[k]),
+                            Path::OnePopcount => one_popcount_s(p, m, n0, i, j, counts[k]),
                             Path::TwoPopcounts => counts[k],
                         };
                         out.push(PairNumerator {
