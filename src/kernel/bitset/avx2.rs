@@ -20,6 +20,13 @@ pub const HARLEY_SEAL_MIN_VECTORS: usize = 64;
 #[inline]
 #[target_feature(enable = "avx2")]
 fn popcnt256(v: __m256i) -> __m256i {
+    _mm256_sad_epu8(byte_counts(v), _mm256_setzero_si256())
+}
+
+/// Per-byte popcount of `v` (nibble lookup).
+#[inline]
+#[target_feature(enable = "avx2")]
+fn byte_counts(v: __m256i) -> __m256i {
     let lookup = _mm256_setr_epi8(
         0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4, 0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3,
         3, 4,
@@ -27,11 +34,10 @@ fn popcnt256(v: __m256i) -> __m256i {
     let low = _mm256_set1_epi8(0x0f);
     let lo = _mm256_and_si256(v, low);
     let hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), low);
-    let bytes = _mm256_add_epi8(
+    _mm256_add_epi8(
         _mm256_shuffle_epi8(lookup, lo),
         _mm256_shuffle_epi8(lookup, hi),
-    );
-    _mm256_sad_epu8(bytes, _mm256_setzero_si256())
+    )
 }
 
 /// [`super::scalar::compare64`], 8 ranks per comparison: ranks are below
@@ -117,45 +123,56 @@ impl Stream<1> for Xor<'_> {
     }
 }
 
-/// `(Gu & Lv) | (Lu & Gv)`: discordant pairs, ties allowed.
+/// `¬(Uu | Uv) & (Gu ^ Gv)`: discordant pairs, ties allowed.
 struct Discordant<'a> {
     gu: [&'a [u64]; 4],
-    lu: [&'a [u64]; 4],
+    uu: [&'a [u64]; 4],
     gv: &'a [u64],
-    lv: &'a [u64],
+    uv: &'a [u64],
+}
+
+impl Discordant<'_> {
+    /// `(E, Y) = (Uu | Uv, Gu ^ Gv)` of row `k` at words `w..w + 4`.
+    ///
+    /// # Safety
+    /// As [`Stream::at`].
+    #[inline(always)]
+    unsafe fn e_y(&self, k: usize, w: usize) -> (__m256i, __m256i) {
+        // SAFETY: the caller guarantees AVX2 and w + 4 <= len.
+        unsafe {
+            let (g, u) = (load(self.gv.as_ptr().add(w)), load(self.uv.as_ptr().add(w)));
+            let e = _mm256_or_si256(load(self.uu[k].as_ptr().add(w)), u);
+            (e, _mm256_xor_si256(load(self.gu[k].as_ptr().add(w)), g))
+        }
+    }
 }
 
 impl Stream<1> for Discordant<'_> {
     #[inline(always)]
     unsafe fn at(&self, k: usize, w: usize, _: usize) -> __m256i {
-        // SAFETY: the caller guarantees AVX2 and w + 4 <= len.
+        // SAFETY: as `e_y`; AVX2 (caller) for the intrinsic.
         unsafe {
-            let (g, l) = (load(self.gv.as_ptr().add(w)), load(self.lv.as_ptr().add(w)));
-            let a = load(self.gu[k].as_ptr().add(w));
-            let b = load(self.lu[k].as_ptr().add(w));
-            _mm256_or_si256(_mm256_and_si256(a, l), _mm256_and_si256(b, g))
+            let (e, y) = self.e_y(k, w);
+            _mm256_andnot_si256(e, y)
         }
     }
 }
 
-/// Concordant pairs `(Gu & Gv) | (Lu & Lv)` and the complement of the
-/// discordant ones: their popcounts sum to `S + 64·words`.
+/// `E | Y` and `¬E & Y` (see [`Discordant::e_y`]): the complement of the
+/// concordant pairs and the discordant ones, whose popcounts sum to
+/// `64·words - S`.
 struct Signed<'a>(Discordant<'a>);
 
 impl Stream<2> for Signed<'_> {
     #[inline(always)]
     unsafe fn at(&self, k: usize, w: usize, part: usize) -> __m256i {
-        let p = &self.0;
-        // SAFETY: the caller guarantees AVX2 and w + 4 <= len.
+        // SAFETY: as `e_y`; AVX2 (caller) for the intrinsics.
         unsafe {
-            let (g, l) = (load(p.gv.as_ptr().add(w)), load(p.lv.as_ptr().add(w)));
-            let a = load(p.gu[k].as_ptr().add(w));
-            let b = load(p.lu[k].as_ptr().add(w));
+            let (e, y) = self.0.e_y(k, w);
             if part == 0 {
-                _mm256_or_si256(_mm256_and_si256(a, g), _mm256_and_si256(b, l))
+                _mm256_or_si256(e, y)
             } else {
-                let d = _mm256_or_si256(_mm256_and_si256(a, l), _mm256_and_si256(b, g));
-                _mm256_xor_si256(d, _mm256_set1_epi64x(-1))
+                _mm256_andnot_si256(e, y)
             }
         }
     }
@@ -268,19 +285,19 @@ pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     acc.map(|t| reduce(t))
 }
 
-/// `[pc((Gu_k & Lv) | (Lu_k & Gv)) for k in 0..4]`: discordant pairs with
+/// `[pc(¬(Uu_k | Uv) & (Gu_k ^ Gv)) for k in 0..4]`: discordant pairs with
 /// ties allowed; slices as in [`xor_pop4`].
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+pub unsafe fn disc_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [u64; 4] {
     let words = gv.len();
-    assert!(words.is_multiple_of(4) && lv.len() == words);
-    assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
+    assert!(words.is_multiple_of(4) && uv.len() == words);
+    assert!(gu.iter().chain(&uu).all(|r| r.len() == words));
     if words / 4 >= HARLEY_SEAL_MIN_VECTORS {
         // SAFETY: AVX2 (caller), planes of `words` words (checked).
-        return unsafe { count4(&Discordant { gu, lu, gv, lv }, words) };
+        return unsafe { count4(&Discordant { gu, uu, gv, uv }, words) };
     }
     let mut acc = [_mm256_setzero_si256(); 4];
     let mut w = 0;
@@ -288,12 +305,11 @@ pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]
         // SAFETY: w + 4 <= words and every slice has `words` elements.
         unsafe {
             let g = load(gv.as_ptr().add(w));
-            let l = load(lv.as_ptr().add(w));
+            let u = load(uv.as_ptr().add(w));
             for k in 0..4 {
-                let a = load(gu[k].as_ptr().add(w));
-                let b = load(lu[k].as_ptr().add(w));
-                let d = _mm256_or_si256(_mm256_and_si256(a, l), _mm256_and_si256(b, g));
-                acc[k] = _mm256_add_epi64(acc[k], popcnt256(d));
+                let e = _mm256_or_si256(load(uu[k].as_ptr().add(w)), u);
+                let y = _mm256_xor_si256(load(gu[k].as_ptr().add(w)), g);
+                acc[k] = _mm256_add_epi64(acc[k], popcnt256(_mm256_andnot_si256(e, y)));
             }
         }
         w += 4;
@@ -301,21 +317,21 @@ pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]
     acc.map(|t| reduce(t))
 }
 
-/// `[S_k for k in 0..4]` with `S = pc((Gu & Gv) | (Lu & Lv)) - pc((Gu & Lv) | (Lu & Gv))`;
-/// slices as in [`xor_pop4`].
+/// `[S_k for k in 0..4]` with `S = 64·words - pc(E | Y) - pc(¬E & Y)`,
+/// `E = Uu | Uv`, `Y = Gu ^ Gv` (see [`super::scalar::s_pop4`]); slices as
+/// in [`xor_pop4`].
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub unsafe fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
+pub unsafe fn s_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [i64; 4] {
     let words = gv.len();
-    assert!(words.is_multiple_of(4) && lv.len() == words);
-    assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
+    assert!(words.is_multiple_of(4) && uv.len() == words);
+    assert!(gu.iter().chain(&uu).all(|r| r.len() == words));
     if words / 2 >= HARLEY_SEAL_MIN_VECTORS {
-        // pc(c) + pc(!d) = pc(c) + 64·words - pc(d).
         // SAFETY: AVX2 (caller), planes of `words` words (checked).
-        let sums = unsafe { count4(&Signed(Discordant { gu, lu, gv, lv }), words) };
-        return sums.map(|x| x as i64 - 64 * words as i64);
+        let sums = unsafe { count4(&Signed(Discordant { gu, uu, gv, uv }), words) };
+        return sums.map(|x| 64 * words as i64 - x as i64);
     }
     let mut acc = [_mm256_setzero_si256(); 4];
     let mut w = 0;
@@ -323,17 +339,20 @@ pub unsafe fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -
         // SAFETY: w + 4 <= words and every slice has `words` elements.
         unsafe {
             let g = load(gv.as_ptr().add(w));
-            let l = load(lv.as_ptr().add(w));
+            let u = load(uv.as_ptr().add(w));
             for k in 0..4 {
-                let a = load(gu[k].as_ptr().add(w));
-                let b = load(lu[k].as_ptr().add(w));
-                let c = _mm256_or_si256(_mm256_and_si256(a, g), _mm256_and_si256(b, l));
-                let d = _mm256_or_si256(_mm256_and_si256(a, l), _mm256_and_si256(b, g));
-                let diff = _mm256_sub_epi64(popcnt256(c), popcnt256(d));
-                acc[k] = _mm256_add_epi64(acc[k], diff);
+                let e = _mm256_or_si256(load(uu[k].as_ptr().add(w)), u);
+                let y = _mm256_xor_si256(load(gu[k].as_ptr().add(w)), g);
+                // Byte counts of at most 8 each: their sum fits a byte.
+                let bytes = _mm256_add_epi8(
+                    byte_counts(_mm256_or_si256(e, y)),
+                    byte_counts(_mm256_andnot_si256(e, y)),
+                );
+                let both = _mm256_sad_epu8(bytes, _mm256_setzero_si256());
+                acc[k] = _mm256_add_epi64(acc[k], both);
             }
         }
         w += 4;
     }
-    acc.map(|t| reduce(t) as i64)
+    acc.map(|t| 64 * words as i64 - reduce(t) as i64)
 }

@@ -73,29 +73,27 @@ pub unsafe fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     ]
 }
 
-/// `[pc((Gu_k & Lv) | (Lu_k & Gv)) for k in 0..4]`: discordant pairs with
-/// ties allowed; slices as in [`xor_pop4`].
+/// `[pc(¬(Uu_k | Uv) & (Gu_k ^ Gv)) for k in 0..4]`: discordant pairs
+/// with ties allowed; slices as in [`xor_pop4`].
 ///
 /// # Safety
 /// The CPU must support AVX-512 F and VPOPCNTDQ.
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+pub unsafe fn disc_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [u64; 4] {
     let words = gv.len();
-    debug_assert!(words.is_multiple_of(8) && lv.len() == words);
-    debug_assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
+    debug_assert!(words.is_multiple_of(8) && uv.len() == words);
+    debug_assert!(gu.iter().chain(&uu).all(|r| r.len() == words));
     let mut acc = [_mm512_setzero_si512(); 4];
     let mut w = 0;
     while w < words {
         // SAFETY: w + 8 <= words and every slice has `words` elements.
         unsafe {
             let g = load(gv.as_ptr().add(w));
-            let l = load(lv.as_ptr().add(w));
+            let u = load(uv.as_ptr().add(w));
             for k in 0..4 {
-                let a = load(gu[k].as_ptr().add(w));
-                let b = load(lu[k].as_ptr().add(w));
-                // (a & l) | (b & g): one AND, then one ternary OR-with-AND.
-                let al = _mm512_and_si512(a, l);
-                let d = _mm512_ternarylogic_epi64::<0xF8>(al, b, g);
+                let y = _mm512_xor_si512(load(gu[k].as_ptr().add(w)), g);
+                // ¬(Uu | Uv) & Y: one ternary-logic operation (0x02).
+                let d = _mm512_ternarylogic_epi64::<0x02>(load(uu[k].as_ptr().add(w)), u, y);
                 acc[k] = _mm512_add_epi64(acc[k], _mm512_popcnt_epi64(d));
             }
         }
@@ -109,36 +107,36 @@ pub unsafe fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]
     ]
 }
 
-/// `[S_k for k in 0..4]` with `S = pc((Gu & Gv) | (Lu & Lv)) - pc((Gu & Lv) | (Lu & Gv))`;
-/// slices as in [`xor_pop4`].
+/// `[S_k for k in 0..4]` with `S = 64·words - pc(E | Y) - pc(¬E & Y)`,
+/// `E = Uu | Uv`, `Y = Gu ^ Gv` (see [`super::scalar::s_pop4`]); slices as
+/// in [`xor_pop4`].
 ///
 /// # Safety
 /// The CPU must support AVX-512 F and VPOPCNTDQ.
 #[target_feature(enable = "avx512f,avx512vpopcntdq")]
-pub unsafe fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
+pub unsafe fn s_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [i64; 4] {
     let words = gv.len();
-    debug_assert!(words.is_multiple_of(8) && lv.len() == words);
-    debug_assert!(gu.iter().chain(&lu).all(|r| r.len() == words));
+    debug_assert!(words.is_multiple_of(8) && uv.len() == words);
+    debug_assert!(gu.iter().chain(&uu).all(|r| r.len() == words));
     let mut acc = [_mm512_setzero_si512(); 4];
-    let mut neg = [_mm512_setzero_si512(); 4];
     let mut w = 0;
     while w < words {
         // SAFETY: w + 8 <= words and every slice has `words` elements.
         unsafe {
             let g = load(gv.as_ptr().add(w));
-            let l = load(lv.as_ptr().add(w));
+            let u = load(uv.as_ptr().add(w));
             for k in 0..4 {
-                let a = load(gu[k].as_ptr().add(w));
-                let b = load(lu[k].as_ptr().add(w));
-                // (a & g) | (b & l) and (a & l) | (b & g): one AND and one
-                // ternary-logic operation each (0xF8: x | (y & z)).
-                let c = _mm512_ternarylogic_epi64::<0xF8>(_mm512_and_si512(a, g), b, l);
-                let d = _mm512_ternarylogic_epi64::<0xF8>(_mm512_and_si512(a, l), b, g);
-                acc[k] = _mm512_add_epi64(acc[k], _mm512_popcnt_epi64(c));
-                neg[k] = _mm512_add_epi64(neg[k], _mm512_popcnt_epi64(d));
+                let y = _mm512_xor_si512(load(gu[k].as_ptr().add(w)), g);
+                let uk = load(uu[k].as_ptr().add(w));
+                // E | Y and ¬E & Y: one ternary-logic operation each
+                // (0xFE: x | y | z; 0x02: ¬x & ¬y & z).
+                let f = _mm512_ternarylogic_epi64::<0xFE>(uk, u, y);
+                let d = _mm512_ternarylogic_epi64::<0x02>(uk, u, y);
+                let both = _mm512_add_epi64(_mm512_popcnt_epi64(f), _mm512_popcnt_epi64(d));
+                acc[k] = _mm512_add_epi64(acc[k], both);
             }
         }
         w += 8;
     }
-    std::array::from_fn(|k| _mm512_reduce_add_epi64(_mm512_sub_epi64(acc[k], neg[k])))
+    std::array::from_fn(|k| 64 * words as i64 - _mm512_reduce_add_epi64(acc[k]))
 }

@@ -1,23 +1,31 @@
 //! The bit-plane kernel: Kendall's tau as a binary matrix product.
 //!
 //! For n samples there are n0 = n(n-1)/2 sample pairs (a < b). Each gene gets
-//! two bit-planes over them, built once per query: G (x_b > x_a) and
-//! L (x_b < x_a). For genes u, v the discordant pairs are
-//! `nd = pc((Gu & Lv) | (Lu & Gv))`, which for two genes without ties is
-//! `pc(Gu ^ Gv)`, so then `S = n0 - 2·nd`. With ties in either gene,
-//! `S = pc((Gu & Gv) | (Lu & Lv)) - nd` directly. That is O(n²/64) word
-//! operations per pair with no sorting and no branches.
+//! two bit-planes over them, built once per query: G (x_b > x_a) and U, the
+//! pairs that are *unordered* in the gene (x_b = x_a, or a value missing;
+//! also every padding bit): U = ¬(G | L) with L (x_b < x_a). For genes u,
+//! v, with `E = Uu | Uv` (the pairs that count nothing) and `Y = Gu ^ Gv`,
+//! the discordant pairs are `nd = pc(¬E & Y)` and the concordant ones
+//! `pc(¬E & ¬Y) = 64·W - pc(E | Y)` (W words per plane), so
+//! `S = 64·W - (pc(E | Y) + pc(¬E & Y))`: three logic operations and two
+//! popcounts per word, one fewer stream of planes than G and L would need
+//! for the same (`(Gu & Gv) | (Lu & Lv)` and `(Gu & Lv) | (Lu & Gv)`: seven
+//! operations). For two genes without ties or missing values E is empty:
+//! `S = n0 - 2·pc(Gu ^ Gv)`. That is O(n²/64) word operations per pair with
+//! no sorting and no branches.
 //!
-//! For two tied genes without missing values, `S = pc(Tu & Tv) - 2·nd`
-//! with `T = G | L`, and `pc(Tu & Tv) = n0 - n1 - n2 + n3` (`n3`: pairs tied
-//! in both genes, from lists of each gene's tied pairs, [`ties`]):
-//! one popcount instead of two, taken where counting `n3` is cheaper than
-//! the popcount it saves ([`one_popcount_budget`]).
+//! For two tied genes without missing values, `S = pc(¬E) - 2·nd` with
+//! `pc(¬E) = n0 - n1 - n2 + n3` (`n3`: pairs tied in both genes, from lists
+//! of each gene's tied pairs, [`ties`]): one popcount instead of two, taken
+//! where counting `n3` is cheaper than the popcount it saves
+//! ([`one_popcount_budget`]). No formula with one popcount avoids `n3`:
+//! for `S = K - 2·pc(X)` to hold, every category of pairs must be in X or
+//! not as a whole, and `n3` then enters `K` with an odd coefficient.
 //!
 //! Pairs are computed four rows at a time against a streamed column gene
 //! ([`Bitset::block`]), so each loaded column word serves four popcounts.
 //! Planes are padded to whole 512-bit registers: the SIMD paths have no tail
-//! and padding bits (zero in both planes) count as nothing.
+//! and padding bits (zero in G, set in U) count as nothing.
 
 mod scalar;
 mod ties;
@@ -60,14 +68,14 @@ fn listed_pairs_cap(words: usize) -> u64 {
     words as u64 / 4
 }
 
-/// The G and L bit-planes of every gene.
+/// The G and U bit-planes of every gene (see the module documentation).
 #[derive(Debug)]
 pub struct BitPlanes {
     words: usize,
     /// genes × words, row-major.
     g: Vec<u64>,
     /// genes × words, row-major.
-    l: Vec<u64>,
+    u: Vec<u64>,
     /// Tied sample pairs of the genes with few.
     ties: TiedPairs,
 }
@@ -85,17 +93,17 @@ impl BitPlanes {
         let n = m.samples();
         let words = words_per_plane(n);
         let mut g = try_filled(m.genes() * words, 0u64, "bit-planes")?;
-        let mut l = try_filled(m.genes() * words, 0u64, "bit-planes")?;
+        let mut u = try_filled(m.genes() * words, 0u64, "bit-planes")?;
         // The planes are the same bits whichever instruction set builds them.
         let isa = Isa::detect();
         if words > 0 {
             g.par_chunks_mut(words)
-                .zip(l.par_chunks_mut(words))
+                .zip(u.par_chunks_mut(words))
                 .enumerate()
-                .for_each(|(gene, (g, l))| fill_planes(isa, m.ranks(gene), g, l));
+                .for_each(|(gene, (g, u))| fill_planes(isa, m.ranks(gene), g, u));
         }
         let ties = TiedPairs::try_build(m, listed_pairs_cap(words))?;
-        Ok(Self { words, g, l, ties })
+        Ok(Self { words, g, u, ties })
     }
 
     /// Words per plane.
@@ -109,19 +117,22 @@ impl BitPlanes {
         &self.g[gene * self.words..(gene + 1) * self.words]
     }
 
-    /// The L plane of `gene`.
+    /// The U plane of `gene`: its unordered pairs (tied, a value missing,
+    /// or padding).
     #[inline]
-    pub fn l(&self, gene: usize) -> &[u64] {
-        &self.l[gene * self.words..(gene + 1) * self.words]
+    pub fn u(&self, gene: usize) -> &[u64] {
+        &self.u[gene * self.words..(gene + 1) * self.words]
     }
 }
 
-/// Sets the G and L bits of one gene from its ranks. Bit `k(a, b)` for
-/// a < b is `a·n - a(a+1)/2 + (b - a - 1)`: row a of the triangle is
-/// contiguous, so it is written 64 comparisons at a time. A pair with a
-/// missing value is in neither plane, so it counts as nothing for any
-/// partner: the planes give S over the samples a pair has in common.
-fn fill_planes(isa: Isa, ranks: &[u32], g: &mut [u64], l: &mut [u64]) {
+/// Sets the G and U bits of one gene from its ranks (`g` and `u` zero on
+/// entry). Bit `k(a, b)` for a < b is `a·n - a(a+1)/2 + (b - a - 1)`: row a
+/// of the triangle is contiguous, so it is written 64 comparisons at a
+/// time. A pair with a missing value is in U, so it counts as nothing for
+/// any partner: the planes give S over the samples a pair has in common.
+fn fill_planes(isa: Isa, ranks: &[u32], g: &mut [u64], u: &mut [u64]) {
+    // L (x_b < x_a) is built in `u`, then U = ¬(G | L) word by word.
+    let l = u;
     let n = ranks.len();
     let mut bit = 0usize;
     for a in 0..n {
@@ -136,6 +147,9 @@ fn fill_planes(isa: Isa, ranks: &[u32], g: &mut [u64], l: &mut [u64]) {
             put_bits(l, bit, less);
             bit += chunk.len();
         }
+    }
+    for (l, &g) in l.iter_mut().zip(g.iter()) {
+        *l = !(g | *l);
     }
 }
 
@@ -181,14 +195,14 @@ pub fn one_popcount_budget(isa: Isa, words: usize) -> u64 {
     }
 }
 
-/// Rows of a group whose planes (G only for four tie-free rows, G and L
+/// Rows of a group whose planes (G only for four tie-free rows, G and U
 /// for tied ones) take at most this many bytes are computed over whole
 /// planes, one column at a time: with a column's planes they stay in the L1
 /// data cache (32 KiB on Zen 3, 48 KiB on Zen 4 and 5).
 const WHOLE_ROWS_BYTES: usize = 24 << 10;
 
 /// Longer rows are walked in chunks of words whose four rows take this many
-/// bytes (256 words of G and L, 512 of G alone), every column of the block
+/// bytes (256 words of G and U, 512 of G alone), every column of the block
 /// per chunk. Measured with `cargo bench --bench kernels` (see the README's
 /// Kernels section).
 const CHUNK_BYTES: usize = 16 << 10;
@@ -282,7 +296,7 @@ impl Bitset {
             let r = group.len();
             // Lanes past the group's end repeat its last row; their results are dropped.
             let idx: [usize; 4] = std::array::from_fn(|k| group[k.min(r - 1)] as usize);
-            let (gu, lu) = (idx.map(|i| p.g(i)), idx.map(|i| p.l(i)));
+            let (gu, uu) = (idx.map(|i| p.g(i)), idx.map(|i| p.u(i)));
             let rows_untied = group.iter().all(|&i| m.untied(i as usize));
             let rows_complete = group.iter().all(|&i| !m.has_gaps(i as usize));
             let first = cols
@@ -315,11 +329,11 @@ impl Bitset {
             let planes_per_row = if rows_untied { 1 } else { 2 };
             if planes_per_row * 4 * p.words() * 8 <= WHOLE_ROWS_BYTES {
                 for j in first..cols.end {
-                    let (gv, lv) = (p.g(j), p.l(j));
+                    let (gv, uv) = (p.g(j), p.u(j));
                     let s: [i64; 4] = match path_of(j) {
                         Path::Xor => self.xor_pop4(gu, gv).map(|nd| n0 - 2 * nd as i64),
                         Path::OnePopcount => {
-                            let nd = self.disc_pop4(gu, lu, gv, lv);
+                            let nd = self.disc_pop4(gu, uu, gv, uv);
                             std::array::from_fn(|k| {
                                 if k < r && j > idx[k] {
                                     one_popcount_s(p, m, n0, idx[k], j, nd[k] as i64)
@@ -328,7 +342,7 @@ impl Bitset {
                                 }
                             })
                         }
-                        Path::TwoPopcounts => self.s_pop4(gu, lu, gv, lv),
+                        Path::TwoPopcounts => self.s_pop4(gu, uu, gv, uv),
                     };
                     for (k, &i) in idx.iter().enumerate().take(r) {
                         if j > i {
@@ -348,10 +362,10 @@ impl Bitset {
             let mut w0 = 0;
             while w0 < p.words() {
                 let w1 = (w0 + chunk).min(p.words());
-                let (gu, lu) = (gu.map(|x| &x[w0..w1]), lu.map(|x| &x[w0..w1]));
+                let (gu, uu) = (gu.map(|x| &x[w0..w1]), uu.map(|x| &x[w0..w1]));
                 for (j, (path, counts)) in (first..).zip(columns.iter_mut()) {
-                    let (gv, lv) = (&p.g(j)[w0..w1], &p.l(j)[w0..w1]);
-                    self.count(*path, gu, lu, gv, lv, counts);
+                    let (gv, uv) = (&p.g(j)[w0..w1], &p.u(j)[w0..w1]);
+                    self.count(*path, gu, uu, gv, uv, counts);
                 }
                 w0 = w1;
             }
@@ -381,15 +395,15 @@ impl Bitset {
         &self,
         path: Path,
         gu: [&[u64]; 4],
-        lu: [&[u64]; 4],
+        uu: [&[u64]; 4],
         gv: &[u64],
-        lv: &[u64],
+        uv: &[u64],
         counts: &mut [i64; 4],
     ) {
         let add: [i64; 4] = match path {
             Path::Xor => self.xor_pop4(gu, gv).map(|nd| nd as i64),
-            Path::OnePopcount => self.disc_pop4(gu, lu, gv, lv).map(|nd| nd as i64),
-            Path::TwoPopcounts => self.s_pop4(gu, lu, gv, lv),
+            Path::OnePopcount => self.disc_pop4(gu, uu, gv, uv).map(|nd| nd as i64),
+            Path::TwoPopcounts => self.s_pop4(gu, uu, gv, uv),
         };
         (0..4).for_each(|k| counts[k] += add[k]);
     }
@@ -419,34 +433,34 @@ impl Bitset {
     }
 
     #[inline]
-    fn disc_pop4(&self, gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+    fn disc_pop4(&self, gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [u64; 4] {
         match self.isa {
             // SAFETY: `new` checked that the CPU supports this instruction set.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { avx512::disc_pop4(gu, lu, gv, lv) },
+            Isa::Avx512 => unsafe { avx512::disc_pop4(gu, uu, gv, uv) },
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => unsafe { avx2::disc_pop4(gu, lu, gv, lv) },
+            Isa::Avx2 => unsafe { avx2::disc_pop4(gu, uu, gv, uv) },
             // SAFETY: `new` detected popcnt.
             #[cfg(target_arch = "x86_64")]
-            _ if self.popcnt => unsafe { scalar::popcnt_disc_pop4(gu, lu, gv, lv) },
-            _ => scalar::disc_pop4(gu, lu, gv, lv),
+            _ if self.popcnt => unsafe { scalar::popcnt_disc_pop4(gu, uu, gv, uv) },
+            _ => scalar::disc_pop4(gu, uu, gv, uv),
         }
     }
 
     #[inline]
-    fn s_pop4(&self, gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
+    fn s_pop4(&self, gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [i64; 4] {
         match self.isa {
             // SAFETY: `new` checked that the CPU supports this instruction set.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { avx512::s_pop4(gu, lu, gv, lv) },
+            Isa::Avx512 => unsafe { avx512::s_pop4(gu, uu, gv, uv) },
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => unsafe { avx2::s_pop4(gu, lu, gv, lv) },
+            Isa::Avx2 => unsafe { avx2::s_pop4(gu, uu, gv, uv) },
             // SAFETY: `new` detected popcnt.
             #[cfg(target_arch = "x86_64")]
-            _ if self.popcnt => unsafe { scalar::popcnt_s_pop4(gu, lu, gv, lv) },
-            _ => scalar::s_pop4(gu, lu, gv, lv),
+            _ if self.popcnt => unsafe { scalar::popcnt_s_pop4(gu, uu, gv, uv) },
+            _ => scalar::s_pop4(gu, uu, gv, uv),
         }
     }
 }
@@ -468,12 +482,14 @@ mod tests {
 
     #[test]
     fn planes_hold_the_pair_order() {
-        // x = (3, 1, 2): pairs (0,1) less, (0,2) less, (1,2) greater.
-        let m = RankedMatrix::from_values(1, 3, &[3.0, 1.0, 2.0]);
+        // x = (3, 1, 2, 2): pairs (0,1) less, (0,2) less, (0,3) less,
+        // (1,2) greater, (1,3) greater, (2,3) tied; bits 6.. are padding.
+        let m = RankedMatrix::from_values(1, 4, &[3.0, 1.0, 2.0, 2.0]);
         let p = BitPlanes::build(&m);
         assert_eq!(p.words(), 8);
-        assert_eq!(p.g(0)[0], 0b100);
-        assert_eq!(p.l(0)[0], 0b011);
+        assert_eq!(p.g(0)[0], 0b01_1000);
+        assert_eq!(p.u(0)[0], !0b01_1111);
+        assert!(p.u(0)[1..].iter().all(|&w| w == u64::MAX));
     }
 
     /// Every instruction set builds the same planes, with ties and missing
@@ -492,9 +508,9 @@ mod tests {
                 let m = RankedMatrix::from_values(1, n, &values);
                 let words = words_per_plane(n);
                 let planes = |isa| {
-                    let (mut g, mut l) = (vec![0u64; words], vec![0u64; words]);
-                    fill_planes(isa, m.ranks(0), &mut g, &mut l);
-                    (g, l)
+                    let (mut g, mut u) = (vec![0u64; words], vec![0u64; words]);
+                    fill_planes(isa, m.ranks(0), &mut g, &mut u);
+                    (g, u)
                 };
                 let reference = planes(Isa::Scalar);
                 for isa in Isa::ALL.into_iter().filter(|i| i.is_available()) {
@@ -532,18 +548,18 @@ mod tests {
         for words in (8..=640).step_by(8) {
             let mut plane = || (0..words).map(|_| word()).collect::<Vec<u64>>();
             let (g, l): (Vec<_>, Vec<_>) = (0..4).map(|_| (plane(), plane())).unzip();
-            let (gv, lv) = (plane(), plane());
+            let (gv, uv) = (plane(), plane());
             let gu: [&[u64]; 4] = std::array::from_fn(|k| g[k].as_slice());
-            let lu: [&[u64]; 4] = std::array::from_fn(|k| l[k].as_slice());
+            let uu: [&[u64]; 4] = std::array::from_fn(|k| l[k].as_slice());
             let xor = scalar::xor_pop4(gu, &gv);
-            let disc = scalar::disc_pop4(gu, lu, &gv, &lv);
-            let s = scalar::s_pop4(gu, lu, &gv, &lv);
+            let disc = scalar::disc_pop4(gu, uu, &gv, &uv);
+            let s = scalar::s_pop4(gu, uu, &gv, &uv);
             if Isa::Avx2.is_available() {
                 // SAFETY: AVX2 detected.
                 unsafe {
                     assert_eq!(avx2::xor_pop4(gu, &gv), xor, "avx2 xor, {words} words");
-                    assert_eq!(avx2::disc_pop4(gu, lu, &gv, &lv), disc, "avx2 nd, {words}");
-                    assert_eq!(avx2::s_pop4(gu, lu, &gv, &lv), s, "avx2 S, {words} words");
+                    assert_eq!(avx2::disc_pop4(gu, uu, &gv, &uv), disc, "avx2 nd, {words}");
+                    assert_eq!(avx2::s_pop4(gu, uu, &gv, &uv), s, "avx2 S, {words} words");
                 }
             }
             if Isa::Avx512.is_available() {
@@ -551,11 +567,11 @@ mod tests {
                 unsafe {
                     assert_eq!(avx512::xor_pop4(gu, &gv), xor, "avx512 xor, {words}");
                     assert_eq!(
-                        avx512::disc_pop4(gu, lu, &gv, &lv),
+                        avx512::disc_pop4(gu, uu, &gv, &uv),
                         disc,
                         "avx512 nd, {words}"
                     );
-                    assert_eq!(avx512::s_pop4(gu, lu, &gv, &lv), s, "avx512 S, {words}");
+                    assert_eq!(avx512::s_pop4(gu, uu, &gv, &uv), s, "avx512 S, {words}");
                 }
             }
         }

@@ -4,7 +4,7 @@
 //! enabled (the `popcnt_*` functions), since the baseline x86-64 target
 //! counts bits in software.
 
-/// The G and L bits of one stretch of a plane row: bit `k` of the first
+/// The G and L (x_b < x_a) bits of one stretch of a plane row: bit `k` of the first
 /// word is set when `chunk[k] > ra` (`chunk[k]` present), of the second when
 /// `chunk[k] < ra`; `chunk` holds at most 64 ranks, `ra` is present.
 /// [`MISSING_RANK`](crate::input::MISSING_RANK) is above every rank: never
@@ -32,30 +32,31 @@ pub fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
     acc
 }
 
-/// `[S_k for k in 0..4]` with `S = pc((Gu & Gv) | (Lu & Lv)) - pc((Gu & Lv) | (Lu & Gv))`:
-/// concordant minus discordant sample pairs, exact with ties in either gene.
+/// `[S_k for k in 0..4]`: concordant minus discordant sample pairs, exact
+/// with ties and missing values in either gene. With `E = Uu | Uv` and
+/// `Y = Gu ^ Gv`, the concordant pairs are `¬E & ¬Y` and the discordant
+/// ones `¬E & Y`, so `S = 64·words - pc(E | Y) - pc(¬E & Y)`.
 #[inline(always)]
-pub fn s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
-    let mut acc = [0i64; 4];
-    for (w, (&g, &l)) in gv.iter().zip(lv).enumerate() {
+pub fn s_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [i64; 4] {
+    let mut acc = [0u64; 4];
+    for (w, (&g, &u)) in gv.iter().zip(uv).enumerate() {
         for k in 0..4 {
-            let (a, b) = (gu[k][w], lu[k][w]);
-            let concordant = ((a & g) | (b & l)).count_ones();
-            let discordant = ((a & l) | (b & g)).count_ones();
-            acc[k] += i64::from(concordant) - i64::from(discordant);
+            let (e, y) = (uu[k][w] | u, gu[k][w] ^ g);
+            // pc(E | Y) = pc(E) + pc(¬E & Y), E and ¬E & Y being disjoint.
+            acc[k] += u64::from(e.count_ones() + 2 * (!e & y).count_ones());
         }
     }
-    acc
+    acc.map(|x| 64 * gv.len() as i64 - x as i64)
 }
 
-/// `[pc((Gu_k & Lv) | (Lu_k & Gv)) for k in 0..4]`: discordant sample
-/// pairs, exact with ties in either gene.
+/// `[pc(¬(Uu_k | Uv) & (Gu_k ^ Gv)) for k in 0..4]`: discordant sample
+/// pairs, exact with ties and missing values in either gene.
 #[inline(always)]
-pub fn disc_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [u64; 4] {
+pub fn disc_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [u64; 4] {
     let mut acc = [0u64; 4];
-    for (w, (&g, &l)) in gv.iter().zip(lv).enumerate() {
+    for (w, (&g, &u)) in gv.iter().zip(uv).enumerate() {
         for k in 0..4 {
-            acc[k] += u64::from(((gu[k][w] & l) | (lu[k][w] & g)).count_ones());
+            acc[k] += u64::from((!(uu[k][w] | u) & (gu[k][w] ^ g)).count_ones());
         }
     }
     acc
@@ -77,8 +78,8 @@ pub unsafe fn popcnt_xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
 /// The CPU must support `popcnt`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "popcnt")]
-pub unsafe fn popcnt_s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[u64]) -> [i64; 4] {
-    s_pop4(gu, lu, gv, lv)
+pub unsafe fn popcnt_s_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [i64; 4] {
+    s_pop4(gu, uu, gv, uv)
 }
 
 /// [`disc_pop4`] with the POPCNT instruction.
@@ -89,9 +90,9 @@ pub unsafe fn popcnt_s_pop4(gu: [&[u64]; 4], lu: [&[u64]; 4], gv: &[u64], lv: &[
 #[target_feature(enable = "popcnt")]
 pub unsafe fn popcnt_disc_pop4(
     gu: [&[u64]; 4],
-    lu: [&[u64]; 4],
+    uu: [&[u64]; 4],
     gv: &[u64],
-    lv: &[u64],
+    uv: &[u64],
 ) -> [u64; 4] {
-    disc_pop4(gu, lu, gv, lv)
+    disc_pop4(gu, uu, gv, uv)
 }
