@@ -178,20 +178,26 @@ fn put_bits(plane: &mut [u64], at: usize, value: u64) {
 }
 
 /// For a group of four rows and one column, the most tied-pair checks
-/// (`Σ min(n1, n2)` over the rows, see [`RankedMatrix::tied_in_both`]) for
-/// which counting `n3` and one popcount beats two popcounts, on `isa` with
-/// planes of `words` words: three quarters of `words` on AVX2 and scalar.
-/// Measured with `cargo bench --bench kernels -- 310 1000 zeros=0.05`
-/// (one group of about n/20 equal values per gene: about n²/800 tied
-/// pairs, taken) against the n/4-level ties of the default run (about
-/// 2·n0/n tied pairs per gene, left to the two-popcount path, which they
-/// were slower on). AVX-512 keeps the two-popcount path (budget zero):
-/// there VPOPCNTQ makes the second popcount one instruction per 8 words,
-/// and the one-popcount path has not been measured to pay.
+/// (`Σ min(n1, n2)` over the rows, see [`TiedPairs::n3`]) for which
+/// counting `n3` and one popcount beats two popcounts, on `isa` with planes
+/// of `words` words. Since the two-popcount path takes three logic
+/// operations per word (the U plane), the one-popcount path gains little:
+/// on AVX2 (`KENDALL_MAX_ISA=avx2`, AMD EPYC Zen 5) half of `words` is as
+/// fast as any budget on the 1,000 × 310 matrix rounded to 2 decimals
+/// (about n/4 tied pairs per gene, `benches/end_to_end.rs`) and on
+/// `cargo bench --bench kernels -- 310 1000 zeros=0.05` (about n²/800),
+/// where three quarters lost 6 %, and it keeps n = 1,500 with n/4-level
+/// ties (about n²/750 tied pairs per gene) on the two-popcount path, which
+/// three quarters sent to the one-popcount one 20 % slower. Scalar with
+/// POPCNT keeps three quarters (up to 13 % faster than two popcounts at
+/// `zeros=0.1`). AVX-512 keeps the two-popcount path (budget zero): there
+/// VPOPCNTQ makes the second popcount one instruction per 8 words, and the
+/// one-popcount path has not been measured to pay.
 pub fn one_popcount_budget(isa: Isa, words: usize) -> u64 {
     match isa {
         Isa::Avx512 => 0,
-        Isa::Avx2 | Isa::Scalar => words as u64 * 3 / 4,
+        Isa::Avx2 => words as u64 / 2,
+        Isa::Scalar => words as u64 * 3 / 4,
     }
 }
 
