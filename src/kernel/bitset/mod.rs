@@ -7,10 +7,11 @@
 //! v, with `E = Uu | Uv` (the pairs that count nothing) and `Y = Gu ^ Gv`,
 //! the discordant pairs are `nd = pc(¬E & Y)` and the concordant ones
 //! `pc(¬E & ¬Y) = 64·W - pc(E | Y)` (W words per plane), so
-//! `S = 64·W - (pc(E | Y) + pc(¬E & Y))`: three logic operations and two
-//! popcounts per word, one fewer stream of planes than G and L would need
-//! for the same (`(Gu & Gv) | (Lu & Lv)` and `(Gu & Lv) | (Lu & Gv)`: seven
-//! operations). For two genes without ties or missing values E is empty:
+//! `S = 64·W - (pc(E | Y) + pc(¬E & Y))`: four logic operations and two
+//! popcounts per word (three operations with AVX-512's ternary logic),
+//! where G and L planes need seven for the same (`(Gu & Gv) | (Lu & Lv)`,
+//! `(Gu & Lv) | (Lu & Gv)` and a complement to add their popcounts in one
+//! adder tree). For two genes without ties or missing values E is empty:
 //! `S = n0 - 2·pc(Gu ^ Gv)`. That is O(n²/64) word operations per pair with
 //! no sorting and no branches.
 //!
@@ -180,7 +181,7 @@ fn put_bits(plane: &mut [u64], at: usize, value: u64) {
 /// For a group of four rows and one column, the most tied-pair checks
 /// (`Σ min(n1, n2)` over the rows, see [`TiedPairs::n3`]) for which
 /// counting `n3` and one popcount beats two popcounts, on `isa` with planes
-/// of `words` words. Since the two-popcount path takes three logic
+/// of `words` words. Since the two-popcount path takes four logic
 /// operations per word (the U plane), the one-popcount path gains little:
 /// on AVX2 (`KENDALL_MAX_ISA=avx2`, AMD EPYC Zen 5) half of `words` is as
 /// fast as any budget on the 1,000 × 310 matrix rounded to 2 decimals
