@@ -477,8 +477,9 @@ mod tests {
     use super::*;
     use crate::kernel::naive;
 
-    /// A small linear congruential generator: `next(k)` is in `0..k`.
-    fn lcg(mut state: u64) -> impl FnMut(u64) -> u64 {
+    /// A small linear congruential generator: `next(k)` is in `0..k`
+    /// (`k` at most 2^31).
+    pub(super) fn lcg(mut state: u64) -> impl FnMut(u64) -> u64 {
         move |k| {
             state = state
                 .wrapping_mul(6364136223846793005)

@@ -17,11 +17,11 @@ use crate::memory::try_with_capacity;
 /// The tied sample pairs of every gene with at most `cap` of them.
 #[derive(Debug, Default)]
 pub struct TiedPairs {
-    /// Gene `g`'s pairs are `pairs[start[g]..start[g + 1]]`.
+    /// Gene `g`'s pairs are `pairs[start[g]..start[g + 1]]`: all
+    /// [`RankedMatrix::tie_pairs`] of them for a listed gene, none for one
+    /// that is not listed.
     start: Vec<usize>,
     pairs: Vec<u32>,
-    /// Genes with more than `cap` tied pairs, which are not listed.
-    unlisted: Vec<bool>,
 }
 
 impl TiedPairs {
@@ -29,18 +29,16 @@ impl TiedPairs {
     /// that has at most `cap` of them; none when `m` has more than 65,536
     /// samples (a sample index must fit 16 bits). Allocates fallibly.
     pub fn try_build(m: &RankedMatrix, cap: u64) -> Result<Self> {
-        let listed: Vec<bool> = (0..m.genes())
-            .map(|g| m.samples() <= 1 << 16 && !m.has_gaps(g) && m.tie_pairs(g) <= cap)
-            .collect();
+        let listed = |g: usize| m.samples() <= 1 << 16 && !m.has_gaps(g) && m.tie_pairs(g) <= cap;
         let total: u64 = (0..m.genes())
-            .filter(|&g| listed[g])
+            .filter(|&g| listed(g))
             .map(|g| m.tie_pairs(g))
             .sum();
         let mut pairs = try_with_capacity(total as usize, "tied sample pairs")?;
         let mut start = try_with_capacity(m.genes() + 1, "tied sample pairs")?;
         start.push(0);
-        for (g, &listed) in listed.iter().enumerate() {
-            if listed {
+        for g in 0..m.genes() {
+            if listed(g) {
                 for group in m.tie_groups(g) {
                     for (k, &a) in group.iter().enumerate() {
                         pairs.extend(group[k + 1..].iter().map(|&b| a << 16 | b));
@@ -49,11 +47,7 @@ impl TiedPairs {
             }
             start.push(pairs.len());
         }
-        Ok(Self {
-            start,
-            pairs,
-            unlisted: listed.into_iter().map(|l| !l).collect(),
-        })
+        Ok(Self { start, pairs })
     }
 
     /// Bytes the lists take at most for `genes` genes with `cap` pairs each.
@@ -71,11 +65,12 @@ impl TiedPairs {
         } else {
             (j, i)
         };
-        if self.unlisted.get(u).copied().unwrap_or(true) {
-            return m.tied_in_both(i, j);
+        let listed = &self.pairs[self.start[u]..self.start[u + 1]];
+        if listed.len() as u64 != m.tie_pairs(u) {
+            return m.tied_in_both(i, j); // not listed: too many tied pairs
         }
         let rv = m.ranks(v);
-        self.pairs[self.start[u]..self.start[u + 1]]
+        listed
             .iter()
             .map(|&p| u64::from(rv[(p >> 16) as usize] == rv[(p & 0xffff) as usize]))
             .sum()
@@ -90,15 +85,9 @@ mod tests {
     /// genes alike.
     #[test]
     fn lists_count_what_the_groups_count() {
-        let mut state = 0x0123_4567_89ab_cdefu64;
-        let mut next = |k: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % k
-        };
+        let mut next = super::super::tests::lcg(0x0123_4567_89ab_cdef);
         for n in [2usize, 5, 64, 131, 310] {
-            for levels in [2u64, 7, 40, 1 << 40] {
+            for levels in [2u64, 7, 40, 1 << 31] {
                 let genes = 6;
                 let values: Vec<f64> = (0..genes * n).map(|_| next(levels) as f64).collect();
                 let m = RankedMatrix::from_values(genes, n, &values);
