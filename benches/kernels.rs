@@ -7,10 +7,12 @@
 //! cargo bench --bench kernels -- 57 missing=0.1     # 10 % of values missing
 //! cargo bench --bench kernels -- 2000 zeros=0.5     # half the values 0 (counts)
 //! cargo bench --bench kernels -- 20000 zeros=0.95 vse zero   # single-cell-like
+//! cargo bench --bench kernels -- 310 levels=2 bitset  # ties from 2n levels
 //! ```
 //!
 //! For each n: 48 random genes (no ties, and with ties: values from n/4
-//! levels; with `missing=F` each value is missing with probability F, with
+//! levels, or F·n with `levels=F`: `levels=2` gives about n/4 tied pairs
+//! per gene, as data rounded to a few digits has; with `missing=F` each value is missing with probability F, with
 //! `zeros=F` it is 0 with probability F, as in count data), all
 //! 1,128 pairs per round, rounds repeated for ~0.4 s of the thread's CPU
 //! time per kernel and instruction set. Prints pairs per CPU-second (per
@@ -31,9 +33,9 @@ use rand::{Rng, SeedableRng};
 
 const GENES: usize = 48;
 
-fn matrix(n: usize, ties: bool, missing: f64, zeros: f64, seed: u64) -> RankedMatrix {
+fn matrix(n: usize, ties: bool, spread: f64, missing: f64, zeros: f64, seed: u64) -> RankedMatrix {
     let mut rng = SmallRng::seed_from_u64(seed);
-    let levels = (n / 4).max(2) as u32;
+    let levels = ((n as f64 * spread) as u32).max(2);
     let values: Vec<f64> = (0..GENES * n)
         .map(|_| {
             if rng.random_bool(missing) {
@@ -106,6 +108,10 @@ fn main() {
             .map_or(0.0, |f| f.parse().expect("takes a probability"))
     };
     let (missing, zeros) = (probability("missing"), probability("zeros"));
+    let spread = args
+        .iter()
+        .find_map(|a| a.strip_prefix("levels="))
+        .map_or(0.25, |f| f.parse().expect("levels=F takes a number"));
     // Kernel names among the arguments restrict the run to those kernels.
     let only: Vec<&str> = args
         .iter()
@@ -122,7 +128,7 @@ fn main() {
     println!("|---:|:---:|:---|:---|---:|---:|---:|");
     for &n in &sizes {
         for ties in [false, true] {
-            let m = matrix(n, ties, missing, zeros, n as u64);
+            let m = matrix(n, ties, spread, missing, zeros, n as u64);
             let mut runs: Vec<(KernelKind, Isa)> = vec![
                 (KernelKind::Naive, Isa::Scalar),
                 (KernelKind::Gse, Isa::Scalar),

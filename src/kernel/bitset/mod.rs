@@ -202,6 +202,19 @@ pub fn one_popcount_budget(isa: Isa, words: usize) -> u64 {
     }
 }
 
+/// For a group of rows and one column, the most list entries per pair
+/// (`n1 + n2`, averaged over the group's pairs) for which the XOR path with
+/// the lists' correction ([`TiedPairs::xor_correction`]: one rank
+/// comparison per entry) beats the tied paths, on `isa` with planes of
+/// `words` words.
+pub fn xor_lists_budget(isa: Isa, words: usize) -> u64 {
+    match isa {
+        Isa::Avx512 => words as u64 / 10,
+        Isa::Avx2 => words as u64 / 3,
+        Isa::Scalar => words as u64,
+    }
+}
+
 /// Rows of a group whose planes (G only for four tie-free rows, G and U
 /// for tied ones) take at most this many bytes are computed over whole
 /// planes, one column at a time: with a column's planes they stay in the L1
@@ -227,6 +240,9 @@ fn one_popcount_s(p: &BitPlanes, m: &RankedMatrix, n0: i64, i: usize, j: usize, 
 enum Path {
     /// Both genes tie-free and complete: `S = n0 - 2·pc(Gu ^ Gv)`.
     Xor,
+    /// Both genes complete with their tied pairs listed and few:
+    /// `S = n0 - 2·pc(Gu ^ Gv) + correction` ([`TiedPairs::xor_correction`]).
+    XorLists,
     /// Tied, complete, `n3` cheap: `S = (n0 - n1 - n2 + n3) - 2·nd`.
     OnePopcount,
     /// Otherwise: `S = pc(concordant) - pc(discordant)`.
@@ -279,23 +295,31 @@ impl Bitset {
         let p = &*self.planes;
         let n0 = i64::try_from(m.n0()).expect("n0 fits i64");
         let budget = one_popcount_budget(self.isa, p.words());
-        // Tie-free rows first: a group of four takes the one-popcount
-        // tie-free path only when all four are tie-free, so mixing tied rows
-        // into every group (real data: a fifth of the genes tied) would send
-        // most pairs down a tied path. Pairs come out in another order;
-        // nothing depends on the order within a block.
+        // Tie-free rows first, then listed tied ones, then the rest: a
+        // group of four takes an XOR path only when all four rows allow it,
+        // so mixing tied rows into every group (real data: a fifth of the
+        // genes tied) would send most pairs down a tied path. Pairs come out
+        // in another order; nothing depends on the order within a block.
+        let class = |i: u32| {
+            let i = i as usize;
+            if m.untied(i) {
+                0u8
+            } else if p.ties.listed(m, i) {
+                1
+            } else {
+                2
+            }
+        };
         let sorted: Vec<u32>;
-        let rows = if rows.iter().is_sorted_by_key(|&i| !m.untied(i as usize)) {
+        let rows = if rows.iter().is_sorted_by_key(|&i| class(i)) {
             rows
         } else {
-            sorted = rows
-                .iter()
-                .filter(|&&i| m.untied(i as usize))
-                .chain(rows.iter().filter(|&&i| !m.untied(i as usize)))
-                .copied()
-                .collect();
+            let mut keyed: Vec<(u8, u32)> = rows.iter().map(|&i| (class(i), i)).collect();
+            keyed.sort_by_key(|&(c, _)| c); // stable: rows keep their order
+            sorted = keyed.into_iter().map(|(_, i)| i).collect();
             &sorted
         };
+        let lists_budget = xor_lists_budget(self.isa, p.words());
         // Per column of a group: its path and its counts so far.
         // (`nd` on the tie-free and one-popcount paths, `S` on the other).
         let mut columns: Vec<(Path, [i64; 4])> = Vec::new();
@@ -305,13 +329,20 @@ impl Bitset {
             let idx: [usize; 4] = std::array::from_fn(|k| group[k.min(r - 1)] as usize);
             let (gu, uu) = (idx.map(|i| p.g(i)), idx.map(|i| p.u(i)));
             let rows_untied = group.iter().all(|&i| m.untied(i as usize));
+            let rows_listed = group.iter().all(|&i| p.ties.listed(m, i as usize));
             let rows_complete = group.iter().all(|&i| !m.has_gaps(i as usize));
+            let rows_tie_pairs: u64 = group.iter().map(|&i| m.tie_pairs(i as usize)).sum();
             let first = cols
                 .start
                 .max(group.iter().copied().min().unwrap_or(0) as usize + 1);
             let path_of = |j: usize| {
                 if rows_untied && m.untied(j) {
                     Path::Xor
+                } else if rows_listed
+                    && p.ties.listed(m, j)
+                    && rows_tie_pairs + r as u64 * m.tie_pairs(j) <= r as u64 * lists_budget
+                {
+                    Path::XorLists
                 } else if budget > 0
                     && rows_complete
                     && !m.has_gaps(j)
@@ -333,12 +364,22 @@ impl Bitset {
             // in chunks of words, every column per chunk, so that the rows'
             // chunks stay cached while the columns stream past them (four
             // tied rows at n = 310 are 48 KiB of planes).
-            let planes_per_row = if rows_untied { 1 } else { 2 };
+            let planes_per_row = if rows_untied || rows_listed { 1 } else { 2 };
             if planes_per_row * 4 * p.words() * 8 <= WHOLE_ROWS_BYTES {
                 for j in first..cols.end {
                     let (gv, uv) = (p.g(j), p.u(j));
                     let s: [i64; 4] = match path_of(j) {
                         Path::Xor => self.xor_pop4(gu, gv).map(|nd| n0 - 2 * nd as i64),
+                        Path::XorLists => {
+                            let nd = self.xor_pop4(gu, gv);
+                            std::array::from_fn(|k| {
+                                if k < r && j > idx[k] {
+                                    n0 - 2 * nd[k] as i64 + p.ties.xor_correction(m, idx[k], j)
+                                } else {
+                                    0 // dropped below
+                                }
+                            })
+                        }
                         Path::OnePopcount => {
                             let nd = self.disc_pop4(gu, uu, gv, uv);
                             std::array::from_fn(|k| {
@@ -381,6 +422,7 @@ impl Bitset {
                     if j > i {
                         let s = match path {
                             Path::Xor => n0 - 2 * counts[k],
+                            Path::XorLists => n0 - 2 * counts[k] + p.ties.xor_correction(m, i, j),
                             Path::OnePopcount => one_popcount_s(p, m, n0, i, j, counts[k]),
                             Path::TwoPopcounts => counts[k],
                         };
@@ -408,7 +450,7 @@ impl Bitset {
         counts: &mut [i64; 4],
     ) {
         let add: [i64; 4] = match path {
-            Path::Xor => self.xor_pop4(gu, gv).map(|nd| nd as i64),
+            Path::Xor | Path::XorLists => self.xor_pop4(gu, gv).map(|nd| nd as i64),
             Path::OnePopcount => self.disc_pop4(gu, uu, gv, uv).map(|nd| nd as i64),
             Path::TwoPopcounts => self.s_pop4(gu, uu, gv, uv),
         };
@@ -589,7 +631,8 @@ mod tests {
     fn every_isa_matches_naive() {
         let mut next = lcg(7);
         for n in [2usize, 3, 11, 12, 57, 64, 65, 129] {
-            for levels in [u64::MAX >> 34, 3] {
+            // Tie-free, a few ties (the lists' XOR path) and heavy ties.
+            for levels in [u64::MAX >> 34, (n * n) as u64, 3] {
                 let genes = 7;
                 let mut values: Vec<f64> = (0..genes * n).map(|_| next(levels) as f64).collect();
                 values[..n].fill(1.0); // a constant gene
