@@ -15,6 +15,12 @@
 //! `S = n0 - 2·pc(Gu ^ Gv)`. That is O(n²/64) word operations per pair with
 //! no sorting and no branches.
 //!
+//! Two genes without missing values whose tied pairs are few take the XOR
+//! path too: `S = n0 - 2·pc(Gu ^ Gv)` plus a correction read from lists of
+//! each gene's tied sample pairs, one rank comparison per listed pair
+//! ([`TiedPairs::xor_correction`], with its proof), where that costs less
+//! than the U planes' extra work ([`xor_lists_budget`]).
+//!
 //! For two tied genes without missing values, `S = pc(¬E) - 2·nd` with
 //! `pc(¬E) = n0 - n1 - n2 + n3` (`n3`: pairs tied in both genes, from lists
 //! of each gene's tied pairs, [`ties`]): one popcount instead of two, taken
@@ -205,13 +211,20 @@ pub fn one_popcount_budget(isa: Isa, words: usize) -> u64 {
 /// For a group of rows and one column, the most list entries per pair
 /// (`n1 + n2`, averaged over the group's pairs) for which the XOR path with
 /// the lists' correction ([`TiedPairs::xor_correction`]: one rank
-/// comparison per entry) beats the tied paths, on `isa` with planes of
-/// `words` words.
+/// comparison per entry, about 3 cycles) beats the tied paths, on `isa`
+/// with planes of `words` words. Measured with `cargo bench --bench kernels
+/// -- 57 310 1000 levels=2 bitset` (about n/4 tied pairs per gene) on an
+/// AMD EPYC Zen 4 (AVX-512), old and new alternated: at n = 1,000 (0.06
+/// entries per word) the XOR path is 1.40× (AVX-512), 1.57× (AVX2) and
+/// 1.75× (scalar) the tied paths; at n = 310 (0.21 per word) 1.09× on AVX2
+/// and 1.49× scalar, while AVX-512, whose second popcount costs least,
+/// lost there (0.7×, break-even near 0.11 per word); at n = 57 (0.9 per
+/// word) scalar lost (0.79×).
 pub fn xor_lists_budget(isa: Isa, words: usize) -> u64 {
     match isa {
         Isa::Avx512 => words as u64 / 10,
         Isa::Avx2 => words as u64 / 3,
-        Isa::Scalar => words as u64,
+        Isa::Scalar => words as u64 / 2,
     }
 }
 
