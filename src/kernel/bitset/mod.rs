@@ -336,6 +336,8 @@ impl Bitset {
         // Per column of a group: its path and its counts so far.
         // (`nd` on the tie-free and one-popcount paths, `S` on the other).
         let mut columns: Vec<(Path, [i64; 4])> = Vec::new();
+        // The group's ranks interleaved for the lists' correction.
+        let mut ranks4: Vec<[i32; 4]> = Vec::new();
         for group in rows.chunks(4) {
             let r = group.len();
             // Lanes past the group's end repeat its last row; their results are dropped.
@@ -345,6 +347,8 @@ impl Bitset {
             let rows_listed = group.iter().all(|&i| p.ties.listed(m, i as usize));
             let rows_complete = group.iter().all(|&i| !m.has_gaps(i as usize));
             let rows_tie_pairs: u64 = group.iter().map(|&i| m.tie_pairs(i as usize)).sum();
+            // Built on the group's first XOR-with-lists column.
+            let mut interleaved = false;
             let first = cols
                 .start
                 .max(group.iter().copied().min().unwrap_or(0) as usize + 1);
@@ -384,14 +388,13 @@ impl Bitset {
                     let s: [i64; 4] = match path_of(j) {
                         Path::Xor => self.xor_pop4(gu, gv).map(|nd| n0 - 2 * nd as i64),
                         Path::XorLists => {
+                            if !interleaved {
+                                ties::interleave4(m, idx, &mut ranks4);
+                                interleaved = true;
+                            }
                             let nd = self.xor_pop4(gu, gv);
-                            std::array::from_fn(|k| {
-                                if k < r && j > idx[k] {
-                                    n0 - 2 * nd[k] as i64 + p.ties.xor_correction(m, idx[k], j)
-                                } else {
-                                    0 // dropped below
-                                }
-                            })
+                            let c = p.ties.xor_corrections4(m, idx, &ranks4, j);
+                            std::array::from_fn(|k| n0 - 2 * nd[k] as i64 + c[k])
                         }
                         Path::OnePopcount => {
                             let nd = self.disc_pop4(gu, uu, gv, uv);
@@ -419,6 +422,9 @@ impl Bitset {
             }
             columns.clear();
             columns.extend((first..cols.end).map(|j| (path_of(j), [0i64; 4])));
+            if columns.iter().any(|(path, _)| *path == Path::XorLists) {
+                ties::interleave4(m, idx, &mut ranks4);
+            }
             let chunk = CHUNK_BYTES / (planes_per_row * 4 * 8);
             let mut w0 = 0;
             while w0 < p.words() {
@@ -431,11 +437,15 @@ impl Bitset {
                 w0 = w1;
             }
             for (j, (path, counts)) in (first..).zip(&columns) {
+                let c = match path {
+                    Path::XorLists => p.ties.xor_corrections4(m, idx, &ranks4, j),
+                    _ => [0; 4],
+                };
                 for (k, &i) in idx.iter().enumerate().take(r) {
                     if j > i {
                         let s = match path {
                             Path::Xor => n0 - 2 * counts[k],
-                            Path::XorLists => n0 - 2 * counts[k] + p.ties.xor_correction(m, i, j),
+                            Path::XorLists => n0 - 2 * counts[k] + c[k],
                             Path::OnePopcount => one_popcount_s(p, m, n0, i, j, counts[k]),
                             Path::TwoPopcounts => counts[k],
                         };

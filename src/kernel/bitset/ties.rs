@@ -20,28 +20,57 @@ use datafusion::error::Result;
 use crate::input::RankedMatrix;
 use crate::memory::try_with_capacity;
 
-/// [`TiedPairs::xor_correction`]'s two sums: `#{r_b > r_a}` over the
-/// pairs `up` in ranks `rv`, and `#{r_b > r_a} - #{r_b < r_a}` over the
-/// pairs `signs` in ranks `ru` (pairs `a << 16 | b`).
+/// `#{r_b > r_a}` over `pairs` (each `a << 16 | b`) in ranks `r`.
 ///
 /// # Safety
-/// Every sample index of the pairs is below the length of the ranks it is
-/// read in (no bounds checks: they were a third of the loops' instructions).
-unsafe fn list_sums(up: &[u32], rv: &[u32], signs: &[u32], ru: &[u32]) -> (i64, i64) {
-    // SAFETY: the caller guarantees k < r.len().
-    let rank = |r: &[u32], k: u32| unsafe { *r.get_unchecked(k as usize) };
-    // Counts fit u32: a list has fewer than 2^32 pairs (samples <= 2^16).
-    let mut n_up = 0u32;
-    for &p in up {
-        n_up += u32::from(rank(rv, p & 0xffff) > rank(rv, p >> 16));
+/// Every sample index of the pairs is below `r.len()` (no bounds checks:
+/// they were a third of the loop's instructions).
+unsafe fn ups(pairs: &[u32], r: &[u32]) -> u32 {
+    // Fits u32: a list has fewer than 2^32 pairs (samples <= 2^16).
+    let mut up = 0u32;
+    for &p in pairs {
+        // SAFETY: the caller guarantees the indices.
+        let (a, b) = unsafe {
+            (
+                *r.get_unchecked((p >> 16) as usize),
+                *r.get_unchecked((p & 0xffff) as usize),
+            )
+        };
+        up += u32::from(b > a);
     }
-    let (mut above, mut below) = (0u32, 0u32);
-    for &p in signs {
-        let (a, b) = (rank(ru, p >> 16), rank(ru, p & 0xffff));
-        above += u32::from(b > a);
-        below += u32::from(b < a);
+    up
+}
+
+/// Per lane k, `#{r_b > r_a} - #{r_b < r_a}` over `pairs` in the lane-k
+/// ranks of `ranks4`. Written per lane so that the compiler makes each
+/// step one 4-lane load, compare and add (SSE2).
+///
+/// # Safety
+/// Every sample index of the pairs is below `ranks4.len()`.
+unsafe fn signs4(pairs: &[u32], ranks4: &[[i32; 4]]) -> [i32; 4] {
+    let mut acc = [0i32; 4];
+    for &p in pairs {
+        // SAFETY: the caller guarantees the indices.
+        let (a, b) = unsafe {
+            (
+                ranks4.get_unchecked((p >> 16) as usize),
+                ranks4.get_unchecked((p & 0xffff) as usize),
+            )
+        };
+        for k in 0..4 {
+            acc[k] += i32::from(b[k] > a[k]) - i32::from(b[k] < a[k]);
+        }
     }
-    (i64::from(n_up), i64::from(above) - i64::from(below))
+    acc
+}
+
+/// The ranks of four genes interleaved by sample (`out[s][k]` = rank of
+/// sample s in `rows[k]`), as [`TiedPairs::xor_corrections4`] reads them.
+/// Ranks of listed genes are below 2^16, so they fit i32 lanes.
+pub fn interleave4(m: &RankedMatrix, rows: [usize; 4], out: &mut Vec<[i32; 4]>) {
+    let ranks = rows.map(|g| m.ranks(g));
+    out.clear();
+    out.extend((0..m.samples()).map(|s| ranks.map(|r| r[s] as i32)));
 }
 
 /// The tied sample pairs of every gene with at most `cap` of them.
@@ -109,7 +138,7 @@ impl TiedPairs {
     }
 
     /// What turns the tie-free formula into `S` for two [listed](Self::listed)
-    /// genes u = `i` and v = `j`:
+    /// genes u and v, for four rows u = `rows[k]` and one column v = `j`:
     /// `S = n0 - 2·pc(Gu ^ Gv) + Σ_{(a,b)∈Tu} (2·[v_b > v_a] - 1) + Σ_{(a,b)∈Tv} sgn(u_b - u_a)`
     /// over their lists Tu and Tv of tied sample pairs (a < b).
     ///
@@ -120,22 +149,51 @@ impl TiedPairs {
     /// `-σ(Gu)·σ(Gv) = σ(Gv) = 2·[v_b > v_a] - 1`; on Tv outside Tu,
     /// `-σ(Gu)·σ(Gv) = σ(Gu) = sgn(u_b - u_a)` (u is not tied there), and
     /// `sgn(u_b - u_a) = 0` on Tv ∩ Tu, which the first sum already holds.
+    ///
     /// One rank comparison per listed pair, instead of a U plane per gene
-    /// and the logic operations and second popcount it costs per word.
+    /// and the logic operations and second popcount it costs per word. The
+    /// rows' ranks come interleaved by sample in `ranks4` ([`interleave4`]),
+    /// so the column's list is read once for the four rows, one 4-lane
+    /// comparison per listed pair. (AVX2 gathers of the ranks, 8 pairs per
+    /// step, were 3–7 % faster on an AMD EPYC Zen 4 than scalar loads for
+    /// the rows' lists: too little for an instruction that microcode
+    /// mitigations make several times slower on many Intel cores.)
     #[inline]
+    pub fn xor_corrections4(
+        &self,
+        m: &RankedMatrix,
+        rows: [usize; 4],
+        ranks4: &[[i32; 4]],
+        j: usize,
+    ) -> [i64; 4] {
+        let rj = m.ranks(j);
+        let n = self.samples;
+        assert!(
+            rj.len() == n && ranks4.len() == n,
+            "lists of another matrix"
+        );
+        // SAFETY (both): listed sample indices are below n, the length of
+        // both rank slices (asserted above).
+        let signs = unsafe { signs4(self.list(j), ranks4) };
+        std::array::from_fn(|k| {
+            let ti = self.list(rows[k]);
+            let up = unsafe { ups(ti, rj) };
+            2 * i64::from(up) - ti.len() as i64 + i64::from(signs[k])
+        })
+    }
+
+    /// [`TiedPairs::xor_corrections4`] for one pair, lane by lane: the
+    /// reference the tests hold it to.
+    #[cfg(test)]
     pub fn xor_correction(&self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
         let (ti, tj) = (self.list(i), self.list(j));
         let (ri, rj) = (m.ranks(i), m.ranks(j));
-        let n = self.samples;
-        assert!(ri.len() == n && rj.len() == n, "lists of another matrix");
-        // Scalar on every instruction set: AVX2 gathers of the ranks (8
-        // pairs per step) were 3–7 % faster on an AMD EPYC Zen 4 in the
-        // kernels bench, too little for an instruction that microcode
-        // mitigations make several times slower on many Intel cores.
-        // SAFETY: listed sample indices are below `samples`, the length of
-        // both rank slices (asserted above).
-        let (up, signs) = unsafe { list_sums(ti, rj, tj, ri) };
-        2 * up - ti.len() as i64 + signs
+        let sign = |p: u32| {
+            let (a, b) = (ri[(p >> 16) as usize], ri[(p & 0xffff) as usize]);
+            i64::from(b > a) - i64::from(b < a)
+        };
+        let up = |p: u32| 2 * i64::from(rj[(p & 0xffff) as usize] > rj[(p >> 16) as usize]) - 1;
+        ti.iter().map(|&p| up(p)).sum::<i64>() + tj.iter().map(|&p| sign(p)).sum::<i64>()
     }
 
     /// Sample pairs tied in both `i` and `j` (genes without missing values):
@@ -211,11 +269,16 @@ mod tests {
                         let xor: i64 = (planes.g(i).iter().zip(planes.g(j)))
                             .map(|(a, b)| i64::from((a ^ b).count_ones()))
                             .sum();
-                        assert_eq!(
-                            n0 - 2 * xor + lists.xor_correction(&m, i, j),
-                            naive::numerator(m.ranks(i), m.ranks(j)),
-                            "n={n} levels={levels} {i} {j}"
-                        );
+                        let s = naive::numerator(m.ranks(i), m.ranks(j));
+                        let what = format!("n={n} levels={levels} {i} {j}");
+                        assert_eq!(n0 - 2 * xor + lists.xor_correction(&m, i, j), s, "{what}");
+                        // Four rows at once: i in every lane but one.
+                        let rows = [i, (i + 1) % genes, i, i];
+                        let mut ranks4 = Vec::new();
+                        interleave4(&m, rows, &mut ranks4);
+                        let four = lists.xor_corrections4(&m, rows, &ranks4, j);
+                        assert_eq!(n0 - 2 * xor + four[0], s, "four rows, {what}");
+                        assert_eq!(four[2..], four[..1].repeat(2), "{what}");
                     }
                 }
             }
