@@ -344,9 +344,14 @@ impl Bitset {
             let idx: [usize; 4] = std::array::from_fn(|k| group[k.min(r - 1)] as usize);
             let (gu, uu) = (idx.map(|i| p.g(i)), idx.map(|i| p.u(i)));
             let rows_untied = group.iter().all(|&i| m.untied(i as usize));
-            let rows_listed = group.iter().all(|&i| p.ties.listed(m, i as usize));
+            // (Tie-free rows are listed, with empty lists.)
+            let rows_listed = rows_untied || group.iter().all(|&i| p.ties.listed(m, i as usize));
             let rows_complete = group.iter().all(|&i| !m.has_gaps(i as usize));
-            let rows_tie_pairs: u64 = group.iter().map(|&i| m.tie_pairs(i as usize)).sum();
+            let rows_tie_pairs: u64 = if rows_untied {
+                0
+            } else {
+                group.iter().map(|&i| m.tie_pairs(i as usize)).sum()
+            };
             // Built on the group's first XOR-with-lists column.
             let mut interleaved = false;
             let first = cols
