@@ -18,7 +18,7 @@
 //! Two genes without missing values whose tied pairs are few take the XOR
 //! path too: `S = n0 - 2·pc(Gu ^ Gv)` plus a correction read from lists of
 //! each gene's tied sample pairs, one rank comparison per listed pair
-//! ([`TiedPairs::xor_correction`], with its proof), where that costs less
+//! ([`TiedPairs::xor_corrections4`], with its proof), where that costs less
 //! than the U planes' extra work ([`xor_lists_budget`]).
 //!
 //! For two tied genes without missing values, `S = pc(¬E) - 2·nd` with
@@ -210,16 +210,15 @@ pub fn one_popcount_budget(isa: Isa, words: usize) -> u64 {
 
 /// For a group of rows and one column, the most list entries per pair
 /// (`n1 + n2`, averaged over the group's pairs) for which the XOR path with
-/// the lists' correction ([`TiedPairs::xor_correction`]: one rank
-/// comparison per entry, about 3 cycles) beats the tied paths, on `isa`
-/// with planes of `words` words. Measured with `cargo bench --bench kernels
-/// -- 57 310 1000 levels=2 bitset` (about n/4 tied pairs per gene) on an
-/// AMD EPYC Zen 4 (AVX-512), old and new alternated: at n = 1,000 (0.06
-/// entries per word) the XOR path is 1.40× (AVX-512), 1.57× (AVX2) and
-/// 1.75× (scalar) the tied paths; at n = 310 (0.21 per word) 1.09× on AVX2
-/// and 1.49× scalar, while AVX-512, whose second popcount costs least,
-/// lost there (0.7×, break-even near 0.11 per word); at n = 57 (0.9 per
-/// word) scalar lost (0.79×).
+/// the lists' correction ([`TiedPairs::xor_corrections4`]: one rank
+/// comparison per entry) beats the tied paths, on `isa` with planes of
+/// `words` words. Measured with `cargo bench --bench kernels -- 57 310 1000
+/// levels=2 bitset` (about n/4 tied pairs per gene) on an AMD EPYC Zen 4
+/// (AVX-512), old and new binaries alternated: at n = 1,000 (0.06 entries
+/// per word) the XOR path is 1.50× (AVX-512), 1.63× (AVX2) and 1.83×
+/// (scalar) the tied paths; at n = 310 (0.22 per word) 1.15× on AVX2 and
+/// 1.75× scalar, while AVX-512, whose second popcount costs least, lost
+/// there (0.79–0.87×); at n = 57 (0.9 per word) scalar lost (0.79×).
 pub fn xor_lists_budget(isa: Isa, words: usize) -> u64 {
     match isa {
         Isa::Avx512 => words as u64 / 10,
@@ -254,7 +253,7 @@ enum Path {
     /// Both genes tie-free and complete: `S = n0 - 2·pc(Gu ^ Gv)`.
     Xor,
     /// Both genes complete with their tied pairs listed and few:
-    /// `S = n0 - 2·pc(Gu ^ Gv) + correction` ([`TiedPairs::xor_correction`]).
+    /// `S = n0 - 2·pc(Gu ^ Gv) + correction` ([`TiedPairs::xor_corrections4`]).
     XorLists,
     /// Tied, complete, `n3` cheap: `S = (n0 - n1 - n2 + n3) - 2·nd`.
     OnePopcount,

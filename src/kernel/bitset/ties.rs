@@ -11,7 +11,7 @@
 //! loads and a comparison per pair.
 //!
 //! The same lists let two tied genes skip their U planes altogether
-//! ([`TiedPairs::xor_correction`]): `n0 - 2·pc(Gu ^ Gv)` is `S` as if every
+//! ([`TiedPairs::xor_corrections4`]): `n0 - 2·pc(Gu ^ Gv)` is `S` as if every
 //! pair tied in a gene were ordered "not greater" in it, and the pairs it
 //! counts wrongly are exactly the listed ones.
 
