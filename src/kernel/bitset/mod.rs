@@ -68,9 +68,11 @@ pub fn plane_bytes(genes: usize, samples: usize) -> u64 {
     genes as u64 * 2 * words as u64 * 8 + TiedPairs::max_bytes(genes, listed_pairs_cap(words))
 }
 
-/// Genes with at most this many tied sample pairs list them for `n3`
-/// ([`TiedPairs`]): a quarter of a plane's words, 4 bytes each. Pairs whose
-/// gene with fewer tied pairs has more count `n3` from its tie groups.
+/// Genes with at most this many tied sample pairs list them ([`TiedPairs`]),
+/// for `n3` and for the XOR path's correction: a quarter of a plane's
+/// words, 4 bytes each. Pairs whose gene with fewer tied pairs has more
+/// count `n3` from its tie groups, and pairs with an unlisted gene never
+/// take the XOR path.
 fn listed_pairs_cap(words: usize) -> u64 {
     words as u64 / 4
 }
@@ -426,9 +428,6 @@ impl Bitset {
             }
             columns.clear();
             columns.extend((first..cols.end).map(|j| (path_of(j), [0i64; 4])));
-            if columns.iter().any(|(path, _)| *path == Path::XorLists) {
-                ties::interleave4(m, idx, &mut ranks4);
-            }
             let chunk = CHUNK_BYTES / (planes_per_row * 4 * 8);
             let mut w0 = 0;
             while w0 < p.words() {
@@ -442,7 +441,13 @@ impl Bitset {
             }
             for (j, (path, counts)) in (first..).zip(&columns) {
                 let c = match path {
-                    Path::XorLists => p.ties.xor_corrections4(m, idx, &ranks4, j),
+                    Path::XorLists => {
+                        if !interleaved {
+                            ties::interleave4(m, idx, &mut ranks4);
+                            interleaved = true;
+                        }
+                        p.ties.xor_corrections4(m, idx, &ranks4, j)
+                    }
                     _ => [0; 4],
                 };
                 for (k, &i) in idx.iter().enumerate().take(r) {
@@ -657,7 +662,8 @@ mod tests {
     #[test]
     fn every_isa_matches_naive() {
         let mut next = lcg(7);
-        for n in [2usize, 3, 11, 12, 57, 64, 65, 129] {
+        // n = 400: rows of G planes alone outgrow the whole-plane limit (chunks).
+        for n in [2usize, 3, 11, 12, 57, 64, 65, 129, 400] {
             // Tie-free, a few ties (the lists' XOR path) and heavy ties.
             for levels in [u64::MAX >> 34, (n * n) as u64, 3] {
                 let genes = 7;

@@ -20,6 +20,12 @@ use datafusion::error::Result;
 use crate::input::RankedMatrix;
 use crate::memory::try_with_capacity;
 
+/// The samples `(a, b)` of a listed pair `a << 16 | b`.
+#[inline(always)]
+fn samples_of(p: u32) -> (usize, usize) {
+    ((p >> 16) as usize, (p & 0xffff) as usize)
+}
+
 /// `#{r_b > r_a}` over `pairs` (each `a << 16 | b`) in ranks `r`.
 ///
 /// # Safety
@@ -29,13 +35,9 @@ unsafe fn ups(pairs: &[u32], r: &[u32]) -> u32 {
     // Fits u32: a list has fewer than 2^32 pairs (samples <= 2^16).
     let mut up = 0u32;
     for &p in pairs {
+        let (a, b) = samples_of(p);
         // SAFETY: the caller guarantees the indices.
-        let (a, b) = unsafe {
-            (
-                *r.get_unchecked((p >> 16) as usize),
-                *r.get_unchecked((p & 0xffff) as usize),
-            )
-        };
+        let (a, b) = unsafe { (*r.get_unchecked(a), *r.get_unchecked(b)) };
         up += u32::from(b > a);
     }
     up
@@ -50,13 +52,9 @@ unsafe fn ups(pairs: &[u32], r: &[u32]) -> u32 {
 unsafe fn signs4(pairs: &[u32], ranks4: &[[i32; 4]]) -> [i32; 4] {
     let mut acc = [0i32; 4];
     for &p in pairs {
+        let (a, b) = samples_of(p);
         // SAFETY: the caller guarantees the indices.
-        let (a, b) = unsafe {
-            (
-                ranks4.get_unchecked((p >> 16) as usize),
-                ranks4.get_unchecked((p & 0xffff) as usize),
-            )
-        };
+        let (a, b) = unsafe { (ranks4.get_unchecked(a), ranks4.get_unchecked(b)) };
         for k in 0..4 {
             acc[k] += i32::from(b[k] > a[k]) - i32::from(b[k] < a[k]);
         }
@@ -189,10 +187,13 @@ impl TiedPairs {
         let (ti, tj) = (self.list(i), self.list(j));
         let (ri, rj) = (m.ranks(i), m.ranks(j));
         let sign = |p: u32| {
-            let (a, b) = (ri[(p >> 16) as usize], ri[(p & 0xffff) as usize]);
-            i64::from(b > a) - i64::from(b < a)
+            let (a, b) = samples_of(p);
+            i64::from(ri[b] > ri[a]) - i64::from(ri[b] < ri[a])
         };
-        let up = |p: u32| 2 * i64::from(rj[(p & 0xffff) as usize] > rj[(p >> 16) as usize]) - 1;
+        let up = |p: u32| {
+            let (a, b) = samples_of(p);
+            2 * i64::from(rj[b] > rj[a]) - 1
+        };
         ti.iter().map(|&p| up(p)).sum::<i64>() + tj.iter().map(|&p| sign(p)).sum::<i64>()
     }
 
@@ -213,7 +214,10 @@ impl TiedPairs {
         let rv = m.ranks(v);
         listed
             .iter()
-            .map(|&p| u64::from(rv[(p >> 16) as usize] == rv[(p & 0xffff) as usize]))
+            .map(|&p| {
+                let (a, b) = samples_of(p);
+                u64::from(rv[a] == rv[b])
+            })
             .sum()
     }
 }
@@ -279,6 +283,8 @@ mod tests {
                         let four = lists.xor_corrections4(&m, rows, &ranks4, j);
                         assert_eq!(n0 - 2 * xor + four[0], s, "four rows, {what}");
                         assert_eq!(four[2..], four[..1].repeat(2), "{what}");
+                        let other = lists.xor_correction(&m, rows[1], j);
+                        assert_eq!(four[1], other, "second lane, {what}");
                     }
                 }
             }
