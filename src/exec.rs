@@ -604,10 +604,9 @@ fn prepare(
                 cross,
                 stop: crate::load::stop_flag(),
             }
-            .run()?;
+            .run(&mut q_memory)?;
             checkpoint()?;
-            let q = QValues::new(contexts, counts, pvalues, config.fdr);
-            q_memory.try_grow(q.bytes())?;
+            let q = QValues::try_new(contexts, counts, pvalues, config.fdr, &mut q_memory)?;
             Some(q)
         }
         _ => None,

@@ -53,6 +53,7 @@ use crate::kernel::bitset::BitPlanes;
 use crate::kernel::isa::Isa;
 use crate::kernel::pvalue::PValues;
 use crate::kernel::{KernelKind, PairKernel, PairNumerator};
+use crate::memory::Reservation;
 use crate::work::{MAX_BLOCK_PAIRS, WorkSplit};
 
 /// Name of the q-value column.
@@ -253,6 +254,14 @@ impl<V: Copy + Default + PartialEq> Store<V> {
             Store::Sparse(map) => map.capacity() * (8 + std::mem::size_of::<V>() + 1),
         }
     }
+
+    /// Values other than the default.
+    fn set_cells(&self) -> usize {
+        match self {
+            Store::Dense { values, .. } => values.iter().filter(|v| **v != V::default()).count(),
+            Store::Sparse(map) => map.len(),
+        }
+    }
 }
 
 /// Per context, its values by S, with the last context looked up
@@ -266,6 +275,8 @@ struct Cells<V> {
     dynamic: Vec<(PairStats, Store<V>)>,
     /// Cells left to keep densely.
     dense_left: usize,
+    /// The slots of `fixed` that hold a store, in order of creation.
+    fixed_created: Vec<usize>,
 }
 
 impl<V: Copy + Default + PartialEq> Cells<V> {
@@ -277,7 +288,14 @@ impl<V: Copy + Default + PartialEq> Cells<V> {
             index: WordMap::default(),
             dynamic: Vec::new(),
             dense_left: DENSE_BUDGET,
+            fixed_created: Vec::new(),
         }
+    }
+
+    /// Bytes the table of fixed contexts of a `Cells` for `contexts` takes.
+    fn table_bytes(contexts: &ContextIndex) -> usize {
+        (contexts.classes * contexts.classes)
+            .saturating_mul(std::mem::size_of::<Option<(PairStats, Store<V>)>>())
     }
 
     /// An empty store for pairs of `n` samples.
@@ -301,6 +319,7 @@ impl<V: Copy + Default + PartialEq> Cells<V> {
         if self.fixed[k].is_none() {
             let store = self.store(stats.n);
             self.fixed[k] = Some((*stats, store));
+            self.fixed_created.push(k);
         }
         match &mut self.fixed[k] {
             Some((_, store)) => store,
@@ -398,14 +417,24 @@ impl<V: Copy + Default + PartialEq> Cells<V> {
         fixed.chain(dynamic)
     }
 
+    /// Heap bytes, roughly (cheap: the stores created, not the table).
     fn bytes(&self) -> usize {
         let per = std::mem::size_of::<Option<(PairStats, Store<V>)>>();
         self.fixed.len() * per
-            + self.dynamic.len() * (per + std::mem::size_of::<(Context, u32)>() + 8)
+            + self.fixed_created.capacity() * std::mem::size_of::<usize>()
+            + self.dynamic.capacity() * (per + std::mem::size_of::<(Context, u32)>() + 8)
             + self
-                .contexts()
-                .map(|(_, _, store)| store.bytes())
+                .fixed_created
+                .iter()
+                .filter_map(|&k| self.fixed[k].as_ref())
+                .chain(&self.dynamic)
+                .map(|(_, store)| store.bytes())
                 .sum::<usize>()
+    }
+
+    /// Cells with a value other than the default.
+    fn set_cells(&self) -> usize {
+        self.contexts().map(|(_, _, store)| store.set_cells()).sum()
     }
 }
 
@@ -453,6 +482,11 @@ impl TestCounts {
         self
     }
 
+    /// Heap bytes, roughly.
+    fn bytes(&self) -> usize {
+        self.cells.bytes()
+    }
+
     /// Pairs counted.
     #[cfg(test)]
     fn pairs(&self) -> u64 {
@@ -490,12 +524,20 @@ pub struct CountingPass<'a> {
 
 impl CountingPass<'_> {
     /// Counts every pair of the matrix that shares at least `min_periods`
-    /// samples, by context and S, on rayon's threads.
-    pub fn run(&self) -> Result<(ContextIndex, TestCounts)> {
+    /// samples, by context and S, on rayon's threads. The counts' memory is
+    /// reserved in `memory` (the classes and each chunk's table of contexts
+    /// before they are allocated, the counts' growth block by block); on
+    /// return it holds the returned counts' bytes.
+    pub fn run(&self, memory: &mut Reservation) -> Result<(ContextIndex, TestCounts)> {
         let m = self.matrix;
+        memory.try_grow(m.genes().saturating_mul(std::mem::size_of::<u32>()))?;
         let contexts = ContextIndex::new(m);
         // A few chunks per thread, so that a slow one does not hold the rest.
         let chunks = (rayon::current_num_threads() * 2).max(1);
+        let table = Cells::<u64>::table_bytes(&contexts);
+        memory.try_grow(table.saturating_mul(chunks))?;
+        let base = memory.size();
+        let shared = std::sync::Mutex::new(&mut *memory);
         let work = match self.cross {
             Some((left, right)) => WorkSplit::cross(left, right, chunks),
             None => WorkSplit::tiles(m.genes(), self.tile_size, chunks),
@@ -514,6 +556,8 @@ impl CountingPass<'_> {
                 let mut cursor = work.cursor(chunk);
                 let mut pending: Vec<PairNumerator> = Vec::new();
                 let mut counts = TestCounts::new(contexts_ref);
+                // Bytes of `counts` reserved (its table, reserved above).
+                let mut held = counts.bytes();
                 // Blocks of about 10 ms whatever a pair costs, so that a
                 // cancelled query stops the pass within about that.
                 let mut block = 64usize;
@@ -537,6 +581,14 @@ impl CountingPass<'_> {
                             counts.add(contexts_ref, pair, &stats, p.s);
                         }
                     }
+                    let now = counts.bytes();
+                    if now > held {
+                        shared
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .try_grow(now - held)?;
+                        held = now;
+                    }
                     let took = started.elapsed();
                     if took < BLOCK_TIME / 2 {
                         block = (block * 2).min(MAX_BLOCK_PAIRS);
@@ -546,7 +598,19 @@ impl CountingPass<'_> {
                 }
                 Ok(counts)
             })
-            .try_reduce(|| TestCounts::new(contexts_ref), |a, b| Ok(a.merge(b)))?;
+            .collect::<Result<Vec<_>>>()?;
+        drop(shared);
+        // Merged into the first: the others' memory (reserved) is freed as
+        // the first grows.
+        let mut all = counts.into_iter();
+        let counts = match all.next() {
+            Some(first) => all.fold(first, TestCounts::merge),
+            None => TestCounts::new(&contexts),
+        };
+        memory.shrink_to(
+            base.saturating_sub(table.saturating_mul(chunks))
+                .saturating_add(counts.bytes()),
+        );
         Ok((contexts, counts))
     }
 }
@@ -561,6 +625,31 @@ pub struct QValues {
 }
 
 impl QValues {
+    /// [`QValues::new`] with its memory reserved in `memory` (which holds
+    /// the bytes of `counts`) before it is built: the q-values' stores, as
+    /// large as the counts', and the sorted p-values of the counted cells;
+    /// on return it holds [`QValues::bytes`].
+    pub fn try_new(
+        contexts: ContextIndex,
+        counts: TestCounts,
+        pvalues: &PValues,
+        method: FdrMethod,
+        memory: &mut Reservation,
+    ) -> Result<Self> {
+        // Per cell with a count: its entry (p, pairs, slot, S) and at most
+        // one group of equal p-values.
+        let per_cell = std::mem::size_of::<(f64, u64, Slot, i64)>()
+            + std::mem::size_of::<(f64, usize, usize)>();
+        memory.try_grow(
+            counts
+                .bytes()
+                .saturating_add(counts.cells.set_cells().saturating_mul(per_cell)),
+        )?;
+        let q = Self::new(contexts, counts, pvalues, method);
+        memory.shrink_to(q.bytes());
+        Ok(q)
+    }
+
     /// Adjusts the p-values of the counted pairs (`pvalues` computes them
     /// as the `p_value` column does).
     pub fn new(

@@ -49,6 +49,7 @@ impl QueryMemory {
         let consumer = MemoryConsumer::new(format!("{FN_NAME}: {what}"));
         let mut reservation = Reservation {
             inner: consumer.register(&self.pool),
+            pool: Arc::clone(&self.pool),
             what: what.to_string(),
             path: self.path.clone(),
         };
@@ -70,6 +71,8 @@ pub fn pool_available(pool: &Arc<dyn MemoryPool>) -> Option<usize> {
 #[derive(Debug)]
 pub struct Reservation {
     inner: MemoryReservation,
+    /// The pool, for its limit in errors.
+    pool: Arc<dyn MemoryPool>,
     what: String,
     path: String,
 }
@@ -88,9 +91,18 @@ impl Reservation {
                 DataFusionError::ResourcesExhausted(msg) => msg,
                 other => other.to_string(),
             };
+            let limit = match self.pool.memory_limit() {
+                MemoryLimit::Finite(limit) => format!(
+                    " (datafusion.runtime.memory_limit is {}, {} of it reserved)",
+                    human(limit),
+                    human(self.pool.reserved())
+                ),
+                MemoryLimit::Infinite | MemoryLimit::Unknown => String::new(),
+            };
             DataFusionError::ResourcesExhausted(format!(
                 "{FN_NAME}: the {} of {} need {bytes} more bytes ({}) than DataFusion's memory \
-                 pool can grant; raise datafusion.runtime.memory_limit or read fewer genes. {detail}",
+                 pool can grant{limit}; raise datafusion.runtime.memory_limit or read fewer genes. \
+                 {detail}",
                 self.what,
                 self.path,
                 human(bytes)
@@ -181,7 +193,12 @@ mod tests {
             msg.contains("ranks of 'x.parquet' need 500 more bytes"),
             "{msg}"
         );
-        assert!(msg.contains("datafusion.runtime.memory_limit"), "{msg}");
+        assert!(
+            msg.contains(
+                "pool can grant (datafusion.runtime.memory_limit is 1000 B, 600 B of it reserved)"
+            ),
+            "{msg}"
+        );
         assert_eq!(pool.reserved(), 600, "a refused reservation holds nothing");
         a.shrink_to(100);
         assert_eq!(pool.reserved(), 100);

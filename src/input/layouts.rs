@@ -10,8 +10,8 @@ use datafusion::error::{DataFusionError, Result};
 
 use super::values::{Exact, NumericColumn, ValueBuffer};
 use super::{
-    Columns, ExpressionMatrix, InputBatches, InputSpec, MissingValues, column_as, column_list,
-    data_error, is_string, plan_error,
+    Columns, ExpressionMatrix, ID_OVERHEAD, InputBatches, InputSpec, MissingValues, column_as,
+    column_list, data_error, is_string, plan_error,
 };
 use crate::memory::{Reservation, try_filled};
 
@@ -290,6 +290,8 @@ pub(super) fn inspect_long(
 struct IdIndex {
     index: HashMap<String, u32>,
     names: Vec<String>,
+    /// Bytes the ids take (each twice, see [`ID_OVERHEAD`]).
+    bytes: usize,
 }
 
 impl IdIndex {
@@ -306,6 +308,7 @@ impl IdIndex {
         })?;
         self.names.push(key.to_string());
         self.index.insert(key.to_string(), k);
+        self.bytes += 2 * key.len() + ID_OVERHEAD;
         Ok(k)
     }
 
@@ -393,6 +396,9 @@ pub(super) fn load_long(
     let mut read: Vec<Exact> = Vec::new();
     let mut rows_per_gene: Vec<u64> = Vec::new();
     let mut row0 = 0usize;
+    // Bytes of the ids reserved in `scratch`: those of a batch's new ids
+    // are reserved once it is read.
+    let mut ids_held = 0usize;
     for batch in batches {
         let batch = batch?;
         let rows = batch.num_rows();
@@ -417,6 +423,9 @@ pub(super) fn load_long(
                 )
             })?);
         }
+        let ids = genes.bytes + samples.bytes;
+        scratch.try_grow(ids - ids_held)?;
+        ids_held = ids;
         row0 += rows;
     }
     let (m, n) = (genes.len(), samples.len());

@@ -363,7 +363,7 @@ impl ExpressionMatrix {
 /// reserved in `memory` before they are allocated.
 pub fn load(
     spec: &InputSpec,
-    batches: InputBatches,
+    mut batches: InputBatches,
     memory: &QueryMemory,
 ) -> Result<ExpressionMatrix> {
     let shape = match (spec.genes, spec.samples) {
@@ -371,11 +371,22 @@ pub fn load(
         _ => String::new(),
     };
     let reservation = memory.reserve(&format!("input values{shape}"), 0)?;
-    let buffer = ValueBuffer::new(reservation);
+    let mut buffer = ValueBuffer::new(reservation);
+    // The values of a shape known before reading first, then what the
+    // reader holds: both are reserved before anything is read.
+    if let (Columns::GenesAsRows { .. }, Some(genes), Some(samples)) =
+        (&spec.columns, spec.genes, spec.samples)
+    {
+        buffer.reserve_values(genes.saturating_mul(samples))?;
+    }
+    batches.reserve_reader(memory)?;
     // What the other layouts hold while reading, before the matrix is built.
     let scratch = || memory.reserve("input as read", 0);
     match &spec.columns {
-        Columns::GenesAsRows { gene, samples } => load_rows(spec, batches, gene, samples, buffer),
+        Columns::GenesAsRows { gene, samples } => {
+            let ids = memory.reserve("gene ids and their index", 0)?;
+            load_rows(spec, batches, gene, samples, buffer, ids)
+        }
         Columns::GenesAsColumns { genes } => {
             layouts::load_columns(spec, batches, genes, buffer, scratch()?)
         }
@@ -395,6 +406,21 @@ pub fn load(
     }
 }
 
+/// Bytes an id takes besides its text where a load keeps it (an id of the
+/// genes' `StringArray` and the key of a `HashMap<String, _>`): the map's
+/// slot and control byte at its load factor, doubled while it grows, the
+/// key's `String` and its allocation's rounding and header, an offset.
+pub(super) const ID_OVERHEAD: usize = 128;
+
+/// Bytes the ids of `ids` take where the genes_as_rows load keeps them (each
+/// twice: in the genes' array and as a key of the index of ids seen).
+fn id_bytes(ids: &StringArray) -> usize {
+    let offsets = ids.value_offsets();
+    let text = (offsets[ids.len()] - offsets[0]).max(0) as usize;
+    text.saturating_mul(2)
+        .saturating_add(ids.len().saturating_mul(ID_OVERHEAD))
+}
+
 /// Gene ids of a batch as strings (integer ids in decimal).
 fn gene_ids(batch: &RecordBatch, column: &str, what: &str) -> Result<StringArray> {
     Ok(column_as(batch, column, what, &DataType::Utf8)?
@@ -409,19 +435,18 @@ fn load_rows(
     gene_column: &str,
     sample_columns: &[String],
     mut values: ValueBuffer,
+    mut ids_memory: Reservation,
 ) -> Result<ExpressionMatrix> {
     let what = spec.what.as_str();
     let n = sample_columns.len();
     let mut genes = StringBuilder::new();
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut row0 = 0usize;
-    if let Some(rows) = spec.genes {
-        values.reserve_values(rows.saturating_mul(n))?;
-    }
     for batch in batches {
         let batch = batch?;
         let rows = batch.num_rows();
         let ids = gene_ids(&batch, gene_column, what)?;
+        ids_memory.try_grow(id_bytes(&ids))?;
         let base = values.values.len();
         values.grow_to(base + rows * n)?;
         for r in 0..rows {

@@ -40,6 +40,7 @@ use datafusion::physical_plan::{
 };
 
 use super::FN_NAME;
+use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 
 /// Rows per batch of triples.
 const BATCH_ROWS: usize = 1 << 16;
@@ -256,9 +257,38 @@ fn shape(files: &TenxFiles) -> Result<(Shape, Box<dyn BufRead + Send>)> {
     ))
 }
 
-/// Every entry of the matrix as `(gene, cell, value)` triples, genes in
-/// file order, with one explicit zero for a gene or cell that has none.
-fn read_triples(files: &TenxFiles) -> Result<Vec<RecordBatch>> {
+/// Bytes a `String` id takes besides its text (its `String` and the
+/// allocation's rounding and header).
+const ID_BYTES: usize = 48;
+
+/// Entries of the matrix left to hand out when it is shrunk to them.
+const SHRINK_ENTRIES: usize = 1 << 20;
+
+/// A 10x matrix's entries as `(gene, cell, value)` triples, sorted for
+/// reading and handed out as batches of [`BATCH_ROWS`] rows, genes in file
+/// order, with one explicit zero for a gene or cell that has none. The
+/// entries are reserved in the query's memory pool before they are read and
+/// released as they are handed out.
+struct Triples {
+    /// Sorted by gene, then cell, last first: the next batch is at the end.
+    entries: Vec<(u32, u32, f64)>,
+    genes: Vec<String>,
+    cells: Vec<String>,
+    /// The columns of the batches.
+    projection: Vec<usize>,
+    /// The entries' and ids' memory.
+    reservation: Reservation,
+    /// Bytes of the ids.
+    id_bytes: usize,
+}
+
+/// Reads the matrix's entries (see [`Triples`]), reserving them in
+/// `memory` first.
+fn read_entries(
+    files: &TenxFiles,
+    memory: &QueryMemory,
+    projection: Vec<usize>,
+) -> Result<Triples> {
     let (
         Shape {
             genes,
@@ -269,7 +299,28 @@ fn read_triples(files: &TenxFiles) -> Result<Vec<RecordBatch>> {
     ) = shape(files)?;
     let path = &files.matrix;
     let name = file_name(path);
-    let mut entries: Vec<(u32, u32, f64)> = Vec::with_capacity(header.entries.min(1 << 26));
+    let id_bytes = genes
+        .iter()
+        .chain(&cells)
+        .map(|id| id.len() + ID_BYTES)
+        .sum::<usize>();
+    // Room for the entries and an explicit zero for each gene and cell.
+    let room = header
+        .entries
+        .saturating_add(header.rows)
+        .saturating_add(header.cols);
+    let entry_bytes = room.saturating_mul(size_of::<(u32, u32, f64)>());
+    let mut reservation = memory.reserve(
+        &format!(
+            "entries of {name} ({} values of {} genes x {} cells, as (gene, cell, value) \
+             triples)",
+            header.entries, header.rows, header.cols
+        ),
+        id_bytes
+            .saturating_add(entry_bytes)
+            .saturating_add(header.rows + header.cols),
+    )?;
+    let mut entries: Vec<(u32, u32, f64)> = try_with_capacity(room, "10x matrix entries")?;
     let mut buf = String::new();
     let mut k = header.size_line;
     loop {
@@ -326,7 +377,10 @@ fn read_triples(files: &TenxFiles) -> Result<Vec<RecordBatch>> {
         )));
     }
     // Genes and cells without entries get one explicit zero.
-    let (mut gene_seen, mut cell_seen) = (vec![false; header.rows], vec![false; header.cols]);
+    let (mut gene_seen, mut cell_seen) = (
+        try_filled(header.rows, false, "10x genes seen")?,
+        try_filled(header.cols, false, "10x cells seen")?,
+    );
     for &(r, c, _) in &entries {
         gene_seen[r as usize] = true;
         cell_seen[c as usize] = true;
@@ -337,23 +391,62 @@ fn read_triples(files: &TenxFiles) -> Result<Vec<RecordBatch>> {
     for (c, _) in cell_seen.iter().enumerate().filter(|(_, s)| !**s) {
         entries.push((0, c as u32, 0.0));
     }
-    // Gene order is features.tsv's (the long layout numbers genes as met).
-    entries.sort_by_key(|&(r, c, _)| (r, c));
-    let mut batches = Vec::with_capacity(entries.len().div_ceil(BATCH_ROWS));
-    for chunk in entries.chunks(BATCH_ROWS) {
+    drop((gene_seen, cell_seen));
+    reservation.shrink_to(id_bytes + entry_bytes);
+    // Gene order is features.tsv's (the long layout numbers genes as met);
+    // last first, so that each batch is taken from the end.
+    entries.sort_by(|a, b| (b.0, b.1).cmp(&(a.0, a.1)));
+    Ok(Triples {
+        entries,
+        genes,
+        cells,
+        projection,
+        reservation,
+        id_bytes,
+    })
+}
+
+impl Triples {
+    /// The next batch, taken off the end of the entries.
+    fn batch(&mut self) -> Result<RecordBatch> {
+        let len = self.entries.len();
+        let chunk = &self.entries[len - len.min(BATCH_ROWS)..];
         let strings = |ids: &[String], pick: &dyn Fn(&(u32, u32, f64)) -> u32| -> ArrayRef {
             let mut b = StringViewBuilder::with_capacity(chunk.len()).with_deduplicate_strings();
-            for e in chunk {
+            for e in chunk.iter().rev() {
                 b.append_value(&ids[pick(e) as usize]);
             }
             Arc::new(b.finish()) as ArrayRef
         };
-        let gene = strings(&genes, &|e| e.0);
-        let cell = strings(&cells, &|e| e.1);
-        let value: ArrayRef = Arc::new(Float64Array::from_iter_values(chunk.iter().map(|e| e.2)));
-        batches.push(RecordBatch::try_new(schema(), vec![gene, cell, value])?);
+        let gene = strings(&self.genes, &|e| e.0);
+        let cell = strings(&self.cells, &|e| e.1);
+        let value: ArrayRef = Arc::new(Float64Array::from_iter_values(
+            chunk.iter().rev().map(|e| e.2),
+        ));
+        let batch = RecordBatch::try_new(schema(), vec![gene, cell, value])?;
+        self.entries.truncate(len - chunk.len());
+        if self.entries.capacity() - self.entries.len() >= SHRINK_ENTRIES {
+            self.entries.shrink_to_fit();
+            self.reservation
+                .shrink_to(self.id_bytes + self.entries.capacity() * size_of::<(u32, u32, f64)>());
+        }
+        Ok(batch.project(&self.projection)?)
     }
-    Ok(batches)
+}
+
+impl Iterator for Triples {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        (!self.entries.is_empty()).then(|| self.batch())
+    }
+}
+
+/// Every entry of the matrix as `(gene, cell, value)` triples (see
+/// [`Triples`]), all batches at once.
+#[cfg(test)]
+fn read_triples(files: &TenxFiles) -> Result<Vec<RecordBatch>> {
+    read_entries(files, &QueryMemory::unbounded("x"), vec![0, 1, 2])?.collect()
 }
 
 /// `gene`, `sample`, `value`: the long layout's default column names.
@@ -465,18 +558,19 @@ impl ExecutionPlan for TenxExec {
     fn execute(
         &self,
         _partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
         let (files, projection) = (self.files.clone(), self.projection.clone());
+        let memory = QueryMemory::new(
+            Arc::clone(context.memory_pool()),
+            &format!("10x directory '{}'", files.dir),
+        );
         let read = async move {
-            let batches = tokio::task::spawn_blocking(move || read_triples(&files))
-                .await
-                .map_err(|e| error(format!("reading the 10x directory failed: {e}")))??;
-            let batches: Result<Vec<RecordBatch>> = batches
-                .into_iter()
-                .map(|b| Ok(b.project(&projection)?))
-                .collect();
-            Ok::<_, DataFusionError>(futures::stream::iter(batches?.into_iter().map(Ok)))
+            let triples =
+                tokio::task::spawn_blocking(move || read_entries(&files, &memory, projection))
+                    .await
+                    .map_err(|e| error(format!("reading the 10x directory failed: {e}")))??;
+            Ok::<_, DataFusionError>(futures::stream::iter(triples))
         };
         let stream = futures::TryStreamExt::try_flatten(futures::stream::once(read));
         Ok(Box::pin(RecordBatchStreamAdapter::new(

@@ -289,3 +289,164 @@ fn the_shell_exits_1_on_inputs_beyond_memory() {
         assert!(stderr.contains(expected), "{sql}: {stderr}");
     }
 }
+
+/// The peak RSS (bytes), exit code and stderr of the shell running `sql`:
+/// the child's own `ru_maxrss`, from `wait4`.
+#[cfg(target_os = "linux")]
+fn shell_peak_rss(sql: &str) -> (u64, Option<i32>, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_datafusion-kendall"))
+        .args(["-c", sql])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is valid, and wait4 writes only into the two
+    // locals; the child is ours and not yet waited for.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "wait4: {}", std::io::Error::last_os_error());
+    let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+    (usage.ru_maxrss as u64 * 1024, code, stderr)
+}
+
+/// `genes` x `samples` random values as CSV: `gene,s0,...`, then `G0,...`.
+fn write_random_csv(path: &Path, genes: usize, samples: usize) {
+    use std::io::Write;
+    let mut rng = SmallRng::seed_from_u64(7);
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    write!(out, "gene").unwrap();
+    for s in 0..samples {
+        write!(out, ",s{s}").unwrap();
+    }
+    writeln!(out).unwrap();
+    for g in 0..genes {
+        write!(out, "G{g}").unwrap();
+        for _ in 0..samples {
+            write!(out, ",{:.6}", rng.random::<f64>()).unwrap();
+        }
+        writeln!(out).unwrap();
+    }
+    out.flush().unwrap();
+}
+
+/// A 10x directory of `genes` x `cells` counts, a fraction `density` of them
+/// non-zero (1 to 20), in MatrixMarket order (cell by cell).
+fn write_random_10x(dir: &Path, genes: usize, cells: usize, density: f64) {
+    use std::io::Write;
+    std::fs::create_dir_all(dir).unwrap();
+    let mut rng = SmallRng::seed_from_u64(11);
+    let mut entries = Vec::new();
+    for c in 1..=cells {
+        for g in 1..=genes {
+            if rng.random::<f64>() < density {
+                entries.push((g, c, rng.random_range(1..=20u32)));
+            }
+        }
+    }
+    let mut out = std::io::BufWriter::new(std::fs::File::create(dir.join("matrix.mtx")).unwrap());
+    writeln!(out, "%%MatrixMarket matrix coordinate integer general").unwrap();
+    writeln!(out, "{genes} {cells} {}", entries.len()).unwrap();
+    for (g, c, x) in entries {
+        writeln!(out, "{g} {c} {x}").unwrap();
+    }
+    out.flush().unwrap();
+    let ids = |name: &str, prefix: &str, k: usize| {
+        let text: String = (0..k).map(|i| format!("{prefix}{i}\n")).collect();
+        std::fs::write(dir.join(name), text).unwrap();
+    };
+    ids("features.tsv", "G", genes);
+    ids("barcodes.tsv", "C", cells);
+}
+
+/// Peak RSS stays within `memory_limit` x 1.25 + 100 MiB while a query over
+/// an input too large for the limit reads what it can and is refused: the
+/// Parquet reader's row group, the CSV batches, the 10x entries, gene ids
+/// and values are all reserved (or bounded) before they are allocated, and
+/// the error names what needed the memory. 40,000 genes x 500 samples
+/// (160 MB of values) under 256 MiB, as Parquet (one row group), CSV and a
+/// 10x directory (10 % non-zero); before the reservations, the Parquet
+/// query peaked at 635 MiB.
+#[cfg(target_os = "linux")]
+#[test]
+fn peak_rss_stays_within_the_memory_limit() {
+    let (genes, samples) = (40_000usize, 500usize);
+    let limit_mib = 256u64;
+    let bound = (limit_mib * 5 / 4 + 100) << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let parquet = dir.path().join("m.parquet");
+    write_random(&parquet, genes, samples);
+    let csv = dir.path().join("m.csv");
+    write_random_csv(&csv, genes, samples);
+    let tenx = dir.path().join("tenx");
+    write_random_10x(&tenx, genes, samples, 0.1);
+    let set = format!("SET datafusion.runtime.memory_limit = '{limit_mib}M'");
+    let cases = [
+        (
+            format!(
+                "SELECT count(*) FROM kendall_all_pairs('{}')",
+                parquet.display()
+            ),
+            "Parquet reader's buffers (the largest row group, 40000 rows",
+        ),
+        (
+            format!(
+                "SELECT count(*) FROM kendall_all_pairs('{}') WHERE q_value < 0.05",
+                parquet.display()
+            ),
+            "Parquet reader's buffers",
+        ),
+        (
+            format!(
+                "SELECT count(*) FROM kendall_top_partners('{}', 10)",
+                parquet.display()
+            ),
+            "Parquet reader's buffers",
+        ),
+        (
+            format!(
+                "SELECT count(*) FROM kendall_all_pairs('{}')",
+                csv.display()
+            ),
+            "kendall_all_pairs: the ",
+        ),
+        (
+            format!(
+                "SELECT count(*) FROM kendall_all_pairs('{}')",
+                tenx.display()
+            ),
+            "kendall_all_pairs: the ",
+        ),
+    ];
+    for (query, names) in cases {
+        let sql = format!("{set}; {query}");
+        let (peak, code, stderr) = shell_peak_rss(&sql);
+        eprintln!("peak RSS {} MiB: {query}\n  {}", peak >> 20, stderr.trim());
+        assert_eq!(code, Some(1), "{sql}: {stderr}");
+        assert_contains(
+            &stderr,
+            &[
+                "Resources exhausted",
+                names,
+                "need",
+                "datafusion.runtime.memory_limit is 256.0 MiB",
+            ],
+        );
+        assert!(
+            peak <= bound,
+            "{sql}: peak RSS {} MiB over {} MiB: {stderr}",
+            peak >> 20,
+            bound >> 20
+        );
+    }
+}
