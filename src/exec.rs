@@ -272,7 +272,11 @@ impl KendallExec {
             MetricBuilder::new(&metrics).global_counter("input_loads_stopped"),
         );
         let total_pairs = Arc::new(std::sync::OnceLock::new());
-        live_scans().push((Arc::downgrade(&total_pairs), metrics.clone()));
+        live_scans().push(LiveScan {
+            total: Arc::downgrade(&total_pairs),
+            metrics: metrics.clone(),
+            what: spec.what.clone(),
+        });
         Ok(Self {
             spec,
             input,
@@ -466,45 +470,67 @@ pub fn plan_progress(plan: &Arc<dyn ExecutionPlan>) -> Option<Progress> {
     found
 }
 
-/// Every scan plan of this process not yet dropped: its total (weakly, so
-/// that a dropped plan is pruned) and its metrics (where the pairs computed
-/// are counted).
-type LiveScans = Vec<(
-    std::sync::Weak<std::sync::OnceLock<u64>>,
-    ExecutionPlanMetricsSet,
-)>;
+/// A scan plan of this process not yet dropped: its total (weakly, so that
+/// a dropped plan is pruned), its metrics (where the pairs computed are
+/// counted) and how messages name its source ([`InputSpec::what`]).
+struct LiveScan {
+    total: std::sync::Weak<std::sync::OnceLock<u64>>,
+    metrics: ExecutionPlanMetricsSet,
+    what: String,
+}
+
+impl LiveScan {
+    fn progress(&self) -> Progress {
+        Progress {
+            done: self
+                .metrics
+                .clone_inner()
+                .sum_by_name("pairs_computed")
+                .map_or(0, |m| m.as_usize() as u64),
+            total: self.total.upgrade().and_then(|t| t.get().copied()),
+        }
+    }
+}
 
 /// The registry behind [`live_progress`], pruned of dropped plans.
-fn live_scans() -> std::sync::MutexGuard<'static, LiveScans> {
-    static LIVE: std::sync::Mutex<LiveScans> = std::sync::Mutex::new(Vec::new());
+fn live_scans() -> std::sync::MutexGuard<'static, Vec<LiveScan>> {
+    static LIVE: std::sync::Mutex<Vec<LiveScan>> = std::sync::Mutex::new(Vec::new());
     let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-    live.retain(|(total, _)| total.strong_count() > 0);
+    live.retain(|scan| scan.total.strong_count() > 0);
     live
+}
+
+/// Summed progress of `scans`, or `None` when there is none.
+fn sum_progress<'a>(scans: impl Iterator<Item = &'a LiveScan>) -> Option<Progress> {
+    scans.map(LiveScan::progress).reduce(|f, p| Progress {
+        done: f.done + p.done,
+        total: f.total.zip(p.total).map(|(a, b)| a + b),
+    })
 }
 
 /// The summed progress of every Kendall scan plan of this process that has
 /// not been dropped, or `None` when there is none: for a host that cannot
 /// walk the plan it runs ([`plan_progress`] needs the plan), such as the
 /// Python package, whose plans are foreign objects. Several queries running
-/// at once are summed together.
+/// at once are summed together: a progress display of one query among
+/// others should use [`live_progress_of`] instead.
 pub fn live_progress() -> Option<Progress> {
-    let live = live_scans();
-    live.iter().fold(None, |found, (total, metrics)| {
-        let p = Progress {
-            done: metrics
-                .clone_inner()
-                .sum_by_name("pairs_computed")
-                .map_or(0, |m| m.as_usize() as u64),
-            total: total.upgrade().and_then(|t| t.get().copied()),
-        };
-        Some(match found {
-            None => p,
-            Some(f) => Progress {
-                done: f.done + p.done,
-                total: f.total.zip(p.total).map(|(a, b)| a + b),
-            },
-        })
-    })
+    sum_progress(live_scans().iter())
+}
+
+/// As [`live_progress`], over only the scans whose source is `source`
+/// exactly as the query named it (a registered table or view, or a
+/// location; for `kendall_cross_pairs`, the left source), or `None` when
+/// there is none. Queries running at once on other sources are not counted:
+/// the Python package's `corr()` registers its input under a name of its
+/// own for each call, so that its progress bar counts its own pairs only.
+pub fn live_progress_of(source: &str) -> Option<Progress> {
+    let names = [
+        format!("table '{source}'"),
+        format!("'{source}'"),
+        format!("10x directory '{source}'"),
+    ];
+    sum_progress(live_scans().iter().filter(|s| names.contains(&s.what)))
 }
 
 /// Reads, validates and ranks the input; splits the tiles into partitions.

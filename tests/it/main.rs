@@ -8,6 +8,7 @@ mod budget;
 #[cfg(feature = "ballista")]
 mod cluster;
 mod common;
+mod concurrency;
 mod cross;
 mod errors;
 mod fdr;
