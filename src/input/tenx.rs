@@ -199,6 +199,13 @@ fn header(reader: &mut dyn BufRead, path: &Path) -> Result<MtxHeader> {
         }
         let nums: Vec<Option<usize>> = line.split_whitespace().map(|w| w.parse().ok()).collect();
         return match nums.as_slice() {
+            // Without a gene or a cell there is no (gene, cell) to list, and
+            // the explicit zeros of empty genes and cells would have none
+            // to pair with.
+            [Some(rows), Some(cols), Some(_)] if *rows == 0 || *cols == 0 => Err(error(format!(
+                "{name} line {k}: the size line says {rows} rows (genes) and {cols} columns \
+                 (cells); a matrix needs at least one of each"
+            ))),
             [Some(rows), Some(cols), Some(entries)] => Ok(MtxHeader {
                 rows: *rows,
                 cols: *cols,
@@ -684,6 +691,20 @@ mod tests {
                 f,
                 c,
                 vec!["line 4", "'four'"],
+            ),
+            // No genes, or no cells: not an index out of range when the
+            // cells (genes) without entries get their explicit zero.
+            (
+                &format!("{HEAD}0 2 0\n") as &str,
+                "",
+                c,
+                vec!["matrix.mtx line 3", "0 rows (genes) and 2 columns"],
+            ),
+            (
+                &format!("{HEAD}2 0 0\n"),
+                f,
+                "",
+                vec!["matrix.mtx line 3", "2 rows (genes) and 0 columns"],
             ),
             (
                 &format!("{HEAD}2 2 1\n1 1 4\n"),

@@ -12,6 +12,7 @@ mod concurrency;
 mod cross;
 mod errors;
 mod fdr;
+mod fuzz;
 mod inputs;
 mod integers;
 mod kernels;
