@@ -17,7 +17,26 @@ use datafusion::prelude::SessionConfig;
 
 use super::{KendallLogicalCodec, KendallPhysicalCodec, session_config};
 
+/// Our default of `--executor-heartbeat-interval-seconds` (Ballista's: 60 s):
+/// how often an executor tells the scheduler it is alive.
+pub const DEFAULT_HEARTBEAT_INTERVAL_SECONDS: u64 = 2;
+
+/// Our default of `--executor-timeout-seconds` (Ballista's: 180 s): an
+/// executor whose last heartbeat is older than this is dead. Five heartbeat
+/// intervals, so a busy or briefly stalled executor is not declared dead
+/// (the scheduler then stops it).
+pub const DEFAULT_EXECUTOR_TIMEOUT_SECONDS: u64 = 10;
+
+/// Our default of `--expire-dead-executor-interval-seconds` (Ballista's: 15 s).
+pub const DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS: u64 = 2;
+
 /// A scheduler's settings (`datafusion-kendall scheduler --help`).
+///
+/// The liveness defaults are ours, not Ballista's: with Ballista's (a 180 s
+/// timeout checked every 15 s, executors heartbeating every 60 s) a killed
+/// executor's tasks wait about three minutes before running elsewhere; with
+/// ours (10 s, every 2 s, heartbeats every 2 s) they run again 8 to 13 s
+/// after the kill.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchedulerOptions {
     /// `--bind-host`: the address the gRPC service listens on.
@@ -26,25 +45,81 @@ pub struct SchedulerOptions {
     pub bind_port: u16,
     /// `--external-host`: how executors and clients reach this scheduler.
     pub external_host: String,
-    /// `--executor-timeout-seconds`: an executor silent this long is dead and
-    /// its tasks are run again elsewhere.
+    /// `--executor-timeout-seconds`: an executor silent this long is dead:
+    /// it is removed (and told to stop) and its tasks, finished ones whose
+    /// output it held included, run again elsewhere. Must be more than the
+    /// executors' heartbeat interval and than
+    /// [`Self::expire_dead_executor_interval_seconds`].
     pub executor_timeout_seconds: u64,
     /// `--expire-dead-executor-interval-seconds`: how often that is checked.
     pub expire_dead_executor_interval_seconds: u64,
+    /// `--no-executors-grace-period-seconds`: once the last executor is
+    /// gone, how long running queries wait for one to (re)register before
+    /// they fail (`0`: fail at once). `None`: the executor timeout.
+    pub no_executors_grace_period_seconds: Option<u64>,
     /// `--task-max-failures`: attempts of one task before its job fails.
     pub task_max_failures: usize,
 }
 
 impl Default for SchedulerOptions {
     fn default() -> Self {
-        let ballista = SchedulerConfig::default();
         Self {
             bind_host: "127.0.0.1".into(),
             bind_port: 50050,
             external_host: "localhost".into(),
-            executor_timeout_seconds: ballista.executor_timeout_seconds,
-            expire_dead_executor_interval_seconds: ballista.expire_dead_executor_interval_seconds,
-            task_max_failures: ballista.task_max_failures,
+            executor_timeout_seconds: DEFAULT_EXECUTOR_TIMEOUT_SECONDS,
+            expire_dead_executor_interval_seconds: DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS,
+            no_executors_grace_period_seconds: None,
+            task_max_failures: SchedulerConfig::default().task_max_failures,
+        }
+    }
+}
+
+impl SchedulerOptions {
+    /// Checks the settings' values and how they relate: an error naming the
+    /// flag for a zero interval or task count, or a timeout that would
+    /// declare healthy executors dead.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.expire_dead_executor_interval_seconds == 0 {
+            return Err(
+                "--expire-dead-executor-interval-seconds must be at least 1, got 0".to_string(),
+            );
+        }
+        if self.executor_timeout_seconds <= DEFAULT_HEARTBEAT_INTERVAL_SECONDS {
+            return Err(format!(
+                "--executor-timeout-seconds must be more than the executors' heartbeat \
+                 interval (default {DEFAULT_HEARTBEAT_INTERVAL_SECONDS} s; a few intervals \
+                 are safer), got {}: healthy executors would be declared dead",
+                self.executor_timeout_seconds
+            ));
+        }
+        if self.executor_timeout_seconds <= self.expire_dead_executor_interval_seconds {
+            return Err(format!(
+                "--executor-timeout-seconds ({}) must be more than \
+                 --expire-dead-executor-interval-seconds ({})",
+                self.executor_timeout_seconds, self.expire_dead_executor_interval_seconds
+            ));
+        }
+        if self.task_max_failures == 0 {
+            return Err("--task-max-failures must be at least 1, got 0".to_string());
+        }
+        Ok(())
+    }
+
+    /// Ballista's scheduler configuration for these settings (codecs and
+    /// session builders not yet set).
+    fn ballista_config(&self) -> SchedulerConfig {
+        SchedulerConfig {
+            bind_host: self.bind_host.clone(),
+            bind_port: self.bind_port,
+            external_host: self.external_host.clone(),
+            executor_timeout_seconds: self.executor_timeout_seconds,
+            expire_dead_executor_interval_seconds: self.expire_dead_executor_interval_seconds,
+            no_executors_grace_period_seconds: self
+                .no_executors_grace_period_seconds
+                .unwrap_or(self.executor_timeout_seconds),
+            task_max_failures: self.task_max_failures,
+            ..SchedulerConfig::default()
         }
     }
 }
@@ -69,7 +144,14 @@ pub struct ExecutorOptions {
     pub concurrent_tasks: usize,
     /// `--work-dir`: where shuffle files go (default: a temporary directory).
     pub work_dir: Option<String>,
-    /// `--executor-heartbeat-interval-seconds`.
+    /// `--executor-heartbeat-interval-seconds`: how often the executor
+    /// tells the scheduler it is alive (default
+    /// [`DEFAULT_HEARTBEAT_INTERVAL_SECONDS`]). Heartbeats run on their own
+    /// task at normal priority while tasks compute on lower-priority
+    /// threads, so a busy executor keeps sending them. Keep it well under
+    /// the scheduler's `--executor-timeout-seconds`. After five failed
+    /// heartbeats in a row (the scheduler unreachable for about five
+    /// intervals) the executor stops itself.
     pub heartbeat_interval_seconds: u64,
 }
 
@@ -85,8 +167,21 @@ impl Default for ExecutorOptions {
             external_host: None,
             concurrent_tasks: ballista.vcores,
             work_dir: None,
-            heartbeat_interval_seconds: ballista.executor_heartbeat_interval_seconds,
+            heartbeat_interval_seconds: DEFAULT_HEARTBEAT_INTERVAL_SECONDS,
         }
+    }
+}
+
+impl ExecutorOptions {
+    /// Checks the settings' values: an error naming the flag for a zero
+    /// heartbeat interval.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.heartbeat_interval_seconds == 0 {
+            return Err(
+                "--executor-heartbeat-interval-seconds must be at least 1, got 0".to_string(),
+            );
+        }
+        Ok(())
     }
 }
 
@@ -122,16 +217,10 @@ pub async fn run_scheduler(options: SchedulerOptions) -> Result<()> {
                 options.bind_host, options.bind_port
             ))
         })?;
-    let mut config = SchedulerConfig {
-        bind_host: options.bind_host.clone(),
-        bind_port: options.bind_port,
-        external_host: options.external_host.clone(),
-        executor_timeout_seconds: options.executor_timeout_seconds,
-        expire_dead_executor_interval_seconds: options.expire_dead_executor_interval_seconds,
-        no_executors_grace_period_seconds: options.executor_timeout_seconds,
-        task_max_failures: options.task_max_failures,
-        ..SchedulerConfig::default()
-    };
+    options
+        .validate()
+        .map_err(|e| DataFusionError::Configuration(format!("scheduler: {e}")))?;
+    let mut config = options.ballista_config();
     config.override_config_producer = Some(Arc::new(cluster_config));
     config.override_session_builder = Some(Arc::new(|config: SessionConfig| {
         Ok(
@@ -146,8 +235,12 @@ pub async fn run_scheduler(options: SchedulerOptions) -> Result<()> {
         .await
         .map_err(ballista_error)?;
     eprintln!(
-        "datafusion-kendall scheduler listening on {address} (executors and clients: {}:{})",
-        options.external_host, options.bind_port
+        "datafusion-kendall scheduler listening on {address} (executors and clients: {}:{}); \
+         an executor silent for {} s is dead (checked every {} s)",
+        options.external_host,
+        options.bind_port,
+        options.executor_timeout_seconds,
+        options.expire_dead_executor_interval_seconds
     );
     start_server(cluster, address, Arc::new(config))
         .await
@@ -157,6 +250,9 @@ pub async fn run_scheduler(options: SchedulerOptions) -> Result<()> {
 /// Runs an executor until the process ends: registers with the scheduler,
 /// then runs the tasks it is given (an error if it cannot start).
 pub async fn run_executor(options: ExecutorOptions) -> Result<()> {
+    options
+        .validate()
+        .map_err(|e| DataFusionError::Configuration(format!("executor: {e}")))?;
     let mut config = ExecutorProcessConfig {
         bind_host: options.bind_host.clone(),
         external_host: options.external_host.clone(),
@@ -177,15 +273,69 @@ pub async fn run_executor(options: ExecutorOptions) -> Result<()> {
     config.override_logical_codec = Some(Arc::new(KendallLogicalCodec::default()));
     config.override_physical_codec = Some(Arc::new(KendallPhysicalCodec::default()));
     eprintln!(
-        "datafusion-kendall executor on {}:{} (gRPC {}), {} task slot(s), scheduler {}:{}",
+        "datafusion-kendall executor on {}:{} (gRPC {}), {} task slot(s), scheduler {}:{}, \
+         heartbeat every {} s",
         options.bind_host,
         options.bind_port,
         options.bind_grpc_port,
         config.vcores,
         options.scheduler_host,
-        options.scheduler_port
+        options.scheduler_port,
+        options.heartbeat_interval_seconds
     );
     start_executor_process(Arc::new(config))
         .await
         .map_err(ballista_error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn liveness_defaults_notice_a_dead_executor_within_seconds() {
+        let scheduler = SchedulerOptions::default();
+        assert_eq!(scheduler.validate(), Ok(()));
+        let executor = ExecutorOptions::default();
+        assert_eq!(executor.validate(), Ok(()));
+        // Several heartbeats fit in the timeout: a late one is no death.
+        assert!(scheduler.executor_timeout_seconds >= 4 * executor.heartbeat_interval_seconds);
+        assert!(
+            scheduler.executor_timeout_seconds + scheduler.expire_dead_executor_interval_seconds
+                <= 15
+        );
+        let config = scheduler.ballista_config();
+        assert_eq!(config.executor_timeout_seconds, 10);
+        assert_eq!(config.expire_dead_executor_interval_seconds, 2);
+        assert_eq!(config.no_executors_grace_period_seconds, 10);
+        assert_eq!(config.task_max_failures, 4);
+        let grace = SchedulerOptions {
+            no_executors_grace_period_seconds: Some(0),
+            ..SchedulerOptions::default()
+        };
+        assert_eq!(grace.ballista_config().no_executors_grace_period_seconds, 0);
+    }
+
+    #[test]
+    fn bad_liveness_settings_are_refused() {
+        let with = |f: fn(&mut SchedulerOptions)| {
+            let mut o = SchedulerOptions::default();
+            f(&mut o);
+            o.validate().unwrap_err()
+        };
+        let e = with(|o| o.expire_dead_executor_interval_seconds = 0);
+        assert!(e.contains("--expire-dead-executor-interval-seconds"), "{e}");
+        let e = with(|o| o.executor_timeout_seconds = 2);
+        assert!(e.contains("heartbeat"), "{e}");
+        let e = with(|o| o.expire_dead_executor_interval_seconds = 10);
+        assert!(e.contains("must be more than --expire"), "{e}");
+        let e = with(|o| o.task_max_failures = 0);
+        assert!(e.contains("--task-max-failures"), "{e}");
+        let executor = ExecutorOptions {
+            heartbeat_interval_seconds: 0,
+            ..ExecutorOptions::default()
+        };
+        let e = executor.validate().unwrap_err();
+        assert!(e.contains("--executor-heartbeat-interval-seconds"), "{e}");
+    }
 }

@@ -97,12 +97,27 @@ Options (named as ballista-scheduler's):
       --bind-host HOST                   Address to listen on (default 127.0.0.1)
       --bind-port PORT                   Port to listen on (default 50050)
       --external-host HOST               How executors reach it (default localhost)
-      --executor-timeout-seconds S       An executor silent this long is dead; its
-                                         tasks run again elsewhere (default 180)
-      --expire-dead-executor-interval-seconds S
-                                         How often that is checked (default 15)
       --task-max-failures N              Attempts of a task before its query fails
-                                         (default 4)";
+                                         (default 4)
+
+Liveness (our defaults, not Ballista's 180 s / 15 s: a killed executor's
+tasks run again elsewhere about 10 s after it died, not 3 minutes):
+      --executor-timeout-seconds S       An executor with no heartbeat for S
+                                         seconds is dead: it is dropped (and told
+                                         to stop) and its tasks, finished ones
+                                         whose output it held too, run again on
+                                         the others (default 10). Keep it several
+                                         times the executors' heartbeat interval
+                                         (default 2 s) and more than the check
+                                         interval
+      --expire-dead-executor-interval-seconds S
+                                         How often executors are checked for that
+                                         timeout (default 2)
+      --no-executors-grace-period-seconds S
+                                         Once the last executor is gone, running
+                                         queries wait S seconds for one to
+                                         (re)register, then fail; 0 fails them at
+                                         once (default: the executor timeout)";
 
 /// Help text of `executor --help`.
 pub const EXECUTOR_USAGE: &str = "\
@@ -122,7 +137,13 @@ Options (named as ballista-executor's):
       --work-dir DIR                     Where shuffle files go (default: a
                                          temporary directory)
       --executor-heartbeat-interval-seconds S
-                                         Heartbeats to the scheduler (default 60)";
+                                         How often it tells the scheduler it is
+                                         alive, also while busy (default 2; keep
+                                         it well under the scheduler's
+                                         --executor-timeout-seconds, default 10).
+                                         After 5 failed heartbeats in a row (no
+                                         scheduler for about 5 intervals) the
+                                         executor stops itself";
 
 /// Rows the table format shows by default (as datafusion-cli).
 pub const DEFAULT_MAXROWS: usize = 40;
@@ -255,10 +276,14 @@ fn parse_scheduler(args: impl Iterator<Item = String>) -> Result<Parsed, String>
                 "--expire-dead-executor-interval-seconds" => {
                     o.expire_dead_executor_interval_seconds = number(&flag, &v)?
                 }
+                "--no-executors-grace-period-seconds" => {
+                    o.no_executors_grace_period_seconds = Some(number(&flag, &v)?)
+                }
                 "--task-max-failures" => o.task_max_failures = number(&flag, &v)?,
                 other => return Err(format!("scheduler: unknown option '{other}'")),
             }
         }
+        o.validate().map_err(|e| format!("scheduler: {e}"))?;
         Ok(Parsed::Scheduler(o))
     }
     #[cfg(not(feature = "ballista"))]
@@ -291,6 +316,7 @@ fn parse_executor(args: impl Iterator<Item = String>) -> Result<Parsed, String> 
                 other => return Err(format!("executor: unknown option '{other}'")),
             }
         }
+        o.validate().map_err(|e| format!("executor: {e}"))?;
         Ok(Parsed::Executor(o))
     }
     #[cfg(not(feature = "ballista"))]
@@ -394,6 +420,7 @@ mod tests {
                 (50060, 50061, 50062)
             );
             assert_eq!(e.concurrent_tasks, 1);
+            assert_eq!(e.heartbeat_interval_seconds, 2);
             let err = parse(&["executor", "--bind-port", "x"]).unwrap_err();
             assert!(err.contains("--bind-port must be a whole number"), "{err}");
             let err = parse(&["scheduler", "--bogus", "1"]).unwrap_err();
@@ -405,5 +432,107 @@ mod tests {
                 .unwrap_err()
                 .contains("--features ballista")
         );
+    }
+
+    /// The liveness flags: our defaults (also in the help text), parsed
+    /// values, and clear errors for values that cannot work.
+    #[cfg(feature = "ballista")]
+    #[test]
+    fn parses_liveness_flags() {
+        use datafusion_kendall::ballista::process::{
+            DEFAULT_EXECUTOR_TIMEOUT_SECONDS, DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS,
+            DEFAULT_HEARTBEAT_INTERVAL_SECONDS,
+        };
+        let Ok(Parsed::Scheduler(s)) = parse(&["scheduler"]) else {
+            panic!("scheduler not parsed");
+        };
+        assert_eq!(s.executor_timeout_seconds, DEFAULT_EXECUTOR_TIMEOUT_SECONDS);
+        assert_eq!(
+            s.expire_dead_executor_interval_seconds,
+            DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS
+        );
+        assert_eq!(s.no_executors_grace_period_seconds, None);
+        for needle in [
+            format!("(default {DEFAULT_EXECUTOR_TIMEOUT_SECONDS})."),
+            format!("timeout (default {DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS})"),
+            format!("(default {DEFAULT_HEARTBEAT_INTERVAL_SECONDS} s)"),
+        ] {
+            assert!(SCHEDULER_USAGE.contains(&needle), "{needle}");
+        }
+        assert!(
+            EXECUTOR_USAGE.contains(&format!("(default {DEFAULT_HEARTBEAT_INTERVAL_SECONDS};"))
+        );
+        let Ok(Parsed::Scheduler(s)) = parse(&[
+            "scheduler",
+            "--executor-timeout-seconds=30",
+            "--expire-dead-executor-interval-seconds",
+            "5",
+            "--no-executors-grace-period-seconds",
+            "0",
+            "--task-max-failures",
+            "2",
+        ]) else {
+            panic!("scheduler not parsed");
+        };
+        assert_eq!(
+            (
+                s.executor_timeout_seconds,
+                s.expire_dead_executor_interval_seconds,
+                s.no_executors_grace_period_seconds,
+                s.task_max_failures
+            ),
+            (30, 5, Some(0), 2)
+        );
+        let Ok(Parsed::Executor(e)) =
+            parse(&["executor", "--executor-heartbeat-interval-seconds", "7"])
+        else {
+            panic!("executor not parsed");
+        };
+        assert_eq!(e.heartbeat_interval_seconds, 7);
+        for (args, needle) in [
+            (
+                &["scheduler", "--executor-timeout-seconds", "0"][..],
+                "--executor-timeout-seconds must be more than the executors' heartbeat",
+            ),
+            (
+                &["scheduler", "--executor-timeout-seconds", "2"],
+                "healthy executors would be declared dead",
+            ),
+            (
+                &["scheduler", "--executor-timeout-seconds", "ten"],
+                "--executor-timeout-seconds must be a whole number, got 'ten'",
+            ),
+            (
+                &["scheduler", "--executor-timeout-seconds", "-5"],
+                "must be a whole number, got '-5'",
+            ),
+            (
+                &["scheduler", "--expire-dead-executor-interval-seconds", "0"],
+                "--expire-dead-executor-interval-seconds must be at least 1",
+            ),
+            (
+                &["scheduler", "--expire-dead-executor-interval-seconds", "10"],
+                "--executor-timeout-seconds (10) must be more than --expire-dead-executor-interval-seconds (10)",
+            ),
+            (
+                &["scheduler", "--no-executors-grace-period-seconds", "1.5"],
+                "--no-executors-grace-period-seconds must be a whole number",
+            ),
+            (
+                &["scheduler", "--task-max-failures", "0"],
+                "--task-max-failures must be at least 1",
+            ),
+            (
+                &["executor", "--executor-heartbeat-interval-seconds", "0"],
+                "--executor-heartbeat-interval-seconds must be at least 1",
+            ),
+            (
+                &["executor", "--executor-heartbeat-interval-seconds"],
+                "--executor-heartbeat-interval-seconds needs a value",
+            ),
+        ] {
+            let err = parse(args).unwrap_err();
+            assert!(err.contains(needle), "{args:?}: {err}");
+        }
     }
 }
