@@ -361,7 +361,30 @@ impl ExpressionMatrix {
 /// Reads the source's `batches`, checking gene ids (non-null, unique) and
 /// values (finite, or missing as `spec.missing` allows). The values are
 /// reserved in `memory` before they are allocated.
+///
+/// A panic while reading (a reader of a corrupt file: parquet's RLE decoder
+/// shifting past 64 bits, say) is an error naming the source, as it is when
+/// the query is planned (`table::guard_panics`), not one that says only that
+/// the load panicked.
 pub fn load(
+    spec: &InputSpec,
+    batches: InputBatches,
+    memory: &QueryMemory,
+) -> Result<ExpressionMatrix> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        load_unguarded(spec, batches, memory)
+    }))
+    .unwrap_or_else(|panic| {
+        Err(data_error(format!(
+            "cannot read {}: reading it panicked ({}); is it a valid file?",
+            spec.what,
+            panic_message(&*panic)
+        )))
+    })
+}
+
+/// [`load`] without its guard against panics.
+fn load_unguarded(
     spec: &InputSpec,
     mut batches: InputBatches,
     memory: &QueryMemory,
