@@ -28,7 +28,9 @@ const MIN_BATCH_ROWS: usize = 16;
 
 /// What a Parquet reader holds of one column chunk decompressed: its current
 /// page, at most the data page size of Parquet writers' default (1 MiB in
-/// arrow-rs, parquet-mr and pyarrow), or the whole chunk when it is smaller.
+/// arrow-rs, parquet-mr and pyarrow), or the whole chunk when it is smaller;
+/// a dictionary-encoded chunk also its dictionary, decoded (at most the
+/// writers' default dictionary page size, 1 MiB, too).
 const PARQUET_PAGE_BYTES: u64 = 1 << 20;
 
 /// Every batch of a plan, partition after partition in partition order (so a
@@ -87,7 +89,8 @@ impl InputBatches {
     /// Reserves in `memory`, before anything is read, what the source's
     /// reader holds at once while it reads: for Parquet files, the largest
     /// row group's compressed column chunks (the reader fetches a row group
-    /// whole) and a decompressed page of each. An error naming the row group
+    /// whole) and a decompressed page (and dictionary) of each. An error
+    /// naming the row group
     /// when the pool cannot grant it. Other sources read a bounded batch at
     /// a time, reserved as it arrives.
     pub fn reserve_reader(&mut self, memory: &QueryMemory) -> Result<()> {
@@ -98,7 +101,8 @@ impl InputBatches {
         if let Some(group) = largest {
             let what = format!(
                 "Parquet reader's buffers (the largest row group, {} rows: {} compressed, {} \
-                 decompressed pages; files written with smaller row groups need less)",
+                 of decompressed pages and dictionaries; files written with smaller row groups \
+                 need less)",
                 group.rows,
                 human(group.compressed as usize),
                 human(group.pages as usize)
@@ -156,7 +160,7 @@ struct RowGroupNeed {
     rows: i64,
     /// The read columns' compressed chunks.
     compressed: u64,
-    /// A decompressed page of each read column.
+    /// A decompressed page of each read column (and its decoded dictionary).
     pages: u64,
 }
 
@@ -206,7 +210,9 @@ async fn largest_row_group(
                     }
                     let size = |x: i64| u64::try_from(x).unwrap_or(0);
                     need.compressed += size(column.compressed_size());
-                    need.pages += size(column.uncompressed_size()).min(PARQUET_PAGE_BYTES);
+                    let page = size(column.uncompressed_size()).min(PARQUET_PAGE_BYTES);
+                    let dictionary = column.dictionary_page_offset().is_some();
+                    need.pages += if dictionary { 2 * page } else { page };
                 }
                 if largest.is_none_or(|l| need.compressed + need.pages > l.compressed + l.pages) {
                     largest = Some(need);
