@@ -11,6 +11,7 @@ use datafusion::datasource::physical_plan::parquet::metadata::DFParquetMetadata;
 use datafusion::datasource::source::DataSourceExec;
 use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::parquet::basic::Compression;
 use datafusion::physical_plan::ExecutionPlan;
 use futures::StreamExt;
 
@@ -210,9 +211,12 @@ async fn largest_row_group(
                     }
                     let size = |x: i64| u64::try_from(x).unwrap_or(0);
                     need.compressed += size(column.compressed_size());
+                    // An uncompressed page is read in place, a dictionary
+                    // is decoded whatever the compression.
                     let page = size(column.uncompressed_size()).min(PARQUET_PAGE_BYTES);
+                    let compressed = column.compression() != Compression::UNCOMPRESSED;
                     let dictionary = column.dictionary_page_offset().is_some();
-                    need.pages += if dictionary { 2 * page } else { page };
+                    need.pages += page * (u64::from(compressed) + u64::from(dictionary));
                 }
                 if largest.is_none_or(|l| need.compressed + need.pages > l.compressed + l.pages) {
                     largest = Some(need);

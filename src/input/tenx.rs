@@ -401,8 +401,10 @@ fn read_entries(
     drop((gene_seen, cell_seen));
     reservation.shrink_to(id_bytes + entry_bytes);
     // Gene order is features.tsv's (the long layout numbers genes as met);
-    // last first, so that each batch is taken from the end.
-    entries.sort_by(|a, b| (b.0, b.1).cmp(&(a.0, a.1)));
+    // last first, so that each batch is taken from the end (an entry given
+    // twice still comes in file order).
+    entries.sort_by_key(|&(r, c, _)| (r, c));
+    entries.reverse();
     Ok(Triples {
         entries,
         genes,
