@@ -470,9 +470,10 @@ pub fn plan_progress(plan: &Arc<dyn ExecutionPlan>) -> Option<Progress> {
     found
 }
 
-/// A scan plan of this process not yet dropped: its total (weakly, so that
-/// a dropped plan is pruned), its metrics (where the pairs computed are
-/// counted) and how messages name its source ([`InputSpec::what`]).
+/// A scan plan of this process not yet dropped (or with a stream still
+/// running): its total (weakly, held by the plan and its streams, so that a
+/// scan gone is pruned), its metrics (where the pairs computed are counted)
+/// and how messages name its source ([`InputSpec::what`]).
 struct LiveScan {
     total: std::sync::Weak<std::sync::OnceLock<u64>>,
     metrics: ExecutionPlanMetricsSet,
@@ -509,7 +510,8 @@ fn sum_progress<'a>(scans: impl Iterator<Item = &'a LiveScan>) -> Option<Progres
 }
 
 /// The summed progress of every Kendall scan plan of this process that has
-/// not been dropped, or `None` when there is none: for a host that cannot
+/// not been dropped (or still has a stream running), or `None` when there is
+/// none: for a host that cannot
 /// walk the plan it runs ([`plan_progress`] needs the plan), such as the
 /// Python package, whose plans are foreign objects. Several queries running
 /// at once are summed together: a progress display of one query among
@@ -902,7 +904,15 @@ impl ExecutionPlan for KendallExec {
                 metrics,
             )
         };
-        let stream = futures::stream::once(start).try_flatten();
+        // The scan stays in the live registry (its progress readable by
+        // source) while a stream of it runs, even once the plan is dropped:
+        // hosts such as datafusion-python's `execute_stream` keep only the
+        // streams.
+        let alive = Arc::clone(&self.total_pairs);
+        let stream =
+            futures::StreamExt::inspect(futures::stream::once(start).try_flatten(), move |_| {
+                let _ = &alive;
+            });
         Ok(make_cooperative(Box::pin(RecordBatchStreamAdapter::new(
             schema, stream,
         ))))
