@@ -196,7 +196,7 @@ def corr(
 
     if progress is None:
         progress = _in_notebook()
-    result = _collect(df, progress)
+    result = _collect(df, progress, name)
     return _to_pandas(result, gene_ids, square, pd)
 
 
@@ -362,9 +362,11 @@ def _in_notebook() -> bool:
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
-def _collect(df: Any, progress: bool):
+def _collect(df: Any, progress: bool, source: str):
     """Run ``df`` to a pyarrow Table; with ``progress``, a tqdm bar of the
-    pairs computed is fed from the engine's counters while it runs."""
+    pairs computed is fed from the engine's counters of the scans of
+    ``source`` (a table name of this call's own, so that calls running at
+    once in other threads have bars of their own) while it runs."""
     if not progress:
         return df.to_arrow_table()
     try:
@@ -376,7 +378,7 @@ def _collect(df: Any, progress: bool):
 
     def poll() -> None:
         while not done.wait(0.2):
-            _update(bar)
+            _update(bar, source)
 
     thread = threading.Thread(target=poll, daemon=True)
     thread.start()
@@ -388,7 +390,7 @@ def _collect(df: Any, progress: bool):
     finally:
         done.set()
         thread.join()
-        _update(bar)
+        _update(bar, source)
         # The plan may be gone before the last poll: a finished query has
         # computed every pair it counted.
         if finished and bar.total is not None and bar.n < bar.total:
@@ -396,8 +398,8 @@ def _collect(df: Any, progress: bool):
         bar.close()
 
 
-def _update(bar: Any) -> None:
-    state = _native.progress()
+def _update(bar: Any, source: str) -> None:
+    state = _native.progress(source)
     if state is None:
         return
     pairs, total = state

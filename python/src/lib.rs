@@ -146,10 +146,18 @@ fn check_host(host_version: &str) -> PyResult<()> {
 
 /// Pairs computed so far and pairs to compute (None while an input is still
 /// loading) over every kendall scan of this process that is running or was
-/// not yet dropped; None when there is none.
+/// not yet dropped, or with `source` only over the scans of that source (as
+/// the query named it: a registered table, or a location); None when there
+/// is none. Queries running at once in other threads are summed in unless
+/// `source` tells them apart.
 #[pyfunction]
-fn progress() -> Option<(u64, Option<u64>)> {
-    datafusion_kendall::exec::live_progress().map(|p| (p.done, p.total))
+#[pyo3(signature = (source=None))]
+fn progress(source: Option<&str>) -> Option<(u64, Option<u64>)> {
+    match source {
+        Some(source) => datafusion_kendall::exec::live_progress_of(source),
+        None => datafusion_kendall::exec::live_progress(),
+    }
+    .map(|p| (p.done, p.total))
 }
 
 #[pymodule]
