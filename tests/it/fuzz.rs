@@ -22,7 +22,8 @@
 //!
 //! A fixed seed and a bounded number of cases keep CI repeatable and quick;
 //! `KENDALL_FUZZ_CASES=3000` runs more (and `KENDALL_FUZZ_SEED` another
-//! seed).
+//! seed; `KENDALL_FUZZ_VERBOSE=1` prints each case before it runs, so that
+//! an abort, which ends the process, names its case).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -171,6 +172,11 @@ const WEIRD: &[&str] = &[
     "-9223372036854775808",
     "4294967296",
     "4294967295",
+    "1e308",
+    "-1.7976931348623157e308",
+    "5e-324",
+    "9007199254740993",
+    "-9007199254740993",
     "-1",
     "-0",
     "0",
@@ -1056,6 +1062,7 @@ async fn fuzz(dir: &Path, cases: usize, seed: u64) -> Result<String, String> {
     let mut contained: Vec<String> = Vec::new();
     let mut by_dependency: BTreeMap<String, usize> = BTreeMap::new();
     let mut unnamed: Vec<String> = Vec::new();
+    let verbose = std::env::var_os("KENDALL_FUZZ_VERBOSE").is_some();
     let started = Instant::now();
     for index in 0..cases {
         let door = DOORS[index % DOORS.len()];
@@ -1076,6 +1083,10 @@ async fn fuzz(dir: &Path, cases: usize, seed: u64) -> Result<String, String> {
             target,
             sql,
         };
+        if verbose {
+            // Before it runs: an abort (which ends the process) names its case.
+            eprintln!("{case}");
+        }
         let tally = tallies.entry(door).or_default();
         tally.cases += 1;
         match check(&case).await? {
@@ -1233,17 +1244,25 @@ fn mutated_inputs_at_every_door_give_rows_or_errors() {
     }
 }
 
-/// The minimal inputs of bugs the fuzzing found, each now an error naming
-/// the file. A 10x size line of no genes (or no cells) made the reader give
-/// the cells (genes) without entries an explicit zero for gene (cell) 1 of
-/// an empty list: an index out of range in `tenx.rs`, caught at our boundary
-/// as "reading the 10x directory failed: task panicked".
+/// A minimal 10x directory: how its case is named, its three files (name,
+/// text; gzipped when the name ends in `.gz`), what the error must say.
+type TenxDir = (
+    &'static str,
+    [(&'static str, String); 3],
+    &'static [&'static str],
+);
+
+/// A 10x size line of no genes (or no cells) made the reader give the cells
+/// (genes) without entries an explicit zero for gene (cell) 1 of an empty
+/// list: an index out of range in `tenx.rs`, caught at our boundary as
+/// "loading the input panicked: index out of bounds". Now an error naming
+/// the file and its size line.
 #[test]
-fn minimal_inputs_of_fixed_bugs_are_errors_naming_the_file() {
+fn a_10x_size_line_of_no_genes_or_no_cells_is_an_error_naming_the_file() {
     record_panics();
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let head = "%%MatrixMarket matrix coordinate integer general\n";
-    let cases: [(&str, [(&str, String); 3], &[&str]); 3] = [
+    let cases: [TenxDir; 3] = [
         (
             "no genes, two cells",
             [
