@@ -599,7 +599,6 @@ impl CountingPass<'_> {
                 Ok(counts)
             })
             .collect::<Result<Vec<_>>>()?;
-        drop(shared);
         // Merged into the first: the others' memory (reserved) is freed as
         // the first grows.
         let mut all = counts.into_iter();
