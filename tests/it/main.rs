@@ -11,6 +11,7 @@ mod common;
 mod concurrency;
 mod cross;
 mod errors;
+mod exports;
 mod fdr;
 mod fuzz;
 mod inputs;

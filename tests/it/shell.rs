@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const BIN: &str = env!("CARGO_BIN_EXE_datafusion-kendall");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_datafusion-kendall");
 
 /// The demo matrix (2,000 genes: 1,999,000 pairs), by absolute path.
-fn demo() -> String {
+pub(crate) fn demo() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("data/demo_expression.parquet")
         .display()
@@ -38,18 +38,18 @@ fn cancelled_sql() -> String {
     )
 }
 
-fn shell(args: &[&str]) -> Command {
+pub(crate) fn shell(args: &[&str]) -> Command {
     let mut c = Command::new(BIN);
     c.args(args);
     c
 }
 
-fn output(args: &[&str]) -> Output {
+pub(crate) fn output(args: &[&str]) -> Output {
     shell(args).output().unwrap()
 }
 
 /// The shell running with its stdout and stderr piped to the test.
-fn spawn(args: &[&str]) -> Child {
+pub(crate) fn spawn(args: &[&str]) -> Child {
     shell(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -57,12 +57,12 @@ fn spawn(args: &[&str]) -> Child {
         .unwrap()
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Sends SIGINT to `child`, as Ctrl-C does.
-fn interrupt(child: &Child) {
+pub(crate) fn interrupt(child: &Child) {
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -300,19 +300,36 @@ pub(crate) mod cloud {
         assert!(took < Duration::from_secs(15), "took {took:?}: {msg}");
     }
 
-    /// Runs the shell with `sql`, the AWS variables of the environment
-    /// replaced by `aws`: (success, stderr).
-    fn shell_with_aws(sql: &str, aws: &[(&str, String)]) -> (bool, String) {
+    /// The shell, the AWS variables of the environment replaced by `aws`.
+    fn shell_command_with_aws(aws: &[(&str, String)]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_datafusion-kendall"));
         for (key, _) in std::env::vars_os() {
             if key.to_string_lossy().starts_with("AWS_") {
                 command.env_remove(key);
             }
         }
+        command.envs(aws.iter().map(|(k, v)| (k, v)));
         command
-            .envs(aws.iter().map(|(k, v)| (k, v)))
-            .args(["-q", "-c", sql]);
-        let out = command.output().unwrap();
+    }
+
+    /// moto's credentials and endpoint, as the environment gives them.
+    pub(crate) fn moto_env(server: &Server) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ACCESS_KEY_ID", "test".to_string()),
+            ("AWS_SECRET_ACCESS_KEY", "test".to_string()),
+            ("AWS_REGION", "us-east-1".to_string()),
+            ("AWS_ENDPOINT", format!("http://127.0.0.1:{}", server.port)),
+            ("AWS_ALLOW_HTTP", "true".to_string()),
+        ]
+    }
+
+    /// Runs the shell with `sql`, the AWS variables of the environment
+    /// replaced by `aws`: (success, stderr).
+    fn shell_with_aws(sql: &str, aws: &[(&str, String)]) -> (bool, String) {
+        let out = shell_command_with_aws(aws)
+            .args(["-q", "-c", sql])
+            .output()
+            .unwrap();
         (
             out.status.success(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -337,13 +354,7 @@ pub(crate) mod cloud {
         let (status, text) = server.request("PUT", &format!("/{bucket}/ties.parquet"), &data);
         assert_eq!(status, 200, "uploading: {text}");
 
-        let aws = [
-            ("AWS_ACCESS_KEY_ID", "test".to_string()),
-            ("AWS_SECRET_ACCESS_KEY", "test".to_string()),
-            ("AWS_REGION", "us-east-1".to_string()),
-            ("AWS_ENDPOINT", format!("http://127.0.0.1:{}", server.port)),
-            ("AWS_ALLOW_HTTP", "true".to_string()),
-        ];
+        let aws = moto_env(&server);
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("pairs.parquet");
         let source = format!("s3://{bucket}/ties.parquet");
@@ -371,5 +382,121 @@ pub(crate) mod cloud {
             "{source} was read over plain HTTP without AWS_ALLOW_HTTP"
         );
         assert_contains(&stderr, &[&source]);
+    }
+
+    /// The objects of `bucket` and their bytes, read with boto3 (moto's
+    /// own dependency) as another S3 client would.
+    fn objects(server: &Server, bucket: &str) -> std::collections::BTreeMap<String, Vec<u8>> {
+        let script = "import boto3, sys\n\
+            s3 = boto3.client('s3', endpoint_url=sys.argv[1], aws_access_key_id='test', \
+            aws_secret_access_key='test', region_name='us-east-1')\n\
+            keys = [o['Key'] for o in s3.list_objects_v2(Bucket=sys.argv[2]).get('Contents', [])]\n\
+            bodies = [s3.get_object(Bucket=sys.argv[2], Key=k)['Body'].read() for k in keys]\n\
+            print('\\n'.join(k + '\\t' + b.hex() for k, b in zip(keys, bodies)))\n";
+        let out = Command::new("python3")
+            .args([
+                "-c",
+                script,
+                &format!("http://127.0.0.1:{}", server.port),
+                bucket,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter(|line| !line.is_empty())
+            .map(|line| {
+                let (key, hex) = line.split_once('\t').unwrap();
+                let bytes = (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                    .collect();
+                (key.to_string(), bytes)
+            })
+            .collect()
+    }
+
+    /// A COPY to S3 that fails or is cancelled leaves the bucket as it was:
+    /// an existing target keeps its bytes, an object written beside the
+    /// target during the COPY stays, and nothing staged is left; a COPY
+    /// that completes moves its files below the target.
+    #[test]
+    fn s3_exports_that_fail_or_are_cancelled_leave_the_bucket_as_it_was() {
+        let server = match moto() {
+            Ok(s) => s,
+            Err(why) => {
+                println!("skipped: {why}");
+                return;
+            }
+        };
+        let bucket = "kendall-exports-test";
+        let (status, text) = server.request("PUT", &format!("/{bucket}"), b"");
+        assert_eq!(status, 200, "creating the bucket: {text}");
+        let yesterday = "gene_i,gene_j,tau\nA,B,0.5\n";
+        for key in ["net.csv", "out/notes.txt"] {
+            let (status, text) =
+                server.request("PUT", &format!("/{bucket}/{key}"), yesterday.as_bytes());
+            assert_eq!(status, 200, "uploading {key}: {text}");
+        }
+        let aws = moto_env(&server);
+        let demo = crate::shell::demo();
+        let before = objects(&server, bucket);
+
+        // Fails at run time onto an existing object.
+        let failing = format!(
+            "COPY (SELECT gene_i, gene_j, tau, n / (n - n) AS boom FROM \
+             kendall_all_pairs('{demo}')) TO 's3://{bucket}/net.csv'"
+        );
+        let (ok, stderr) = shell_with_aws(&failing, &aws);
+        assert!(!ok && stderr.contains("Divide by zero"), "{stderr}");
+        assert_eq!(objects(&server, bucket), before);
+
+        // Cancelled while another client writes beside the target.
+        let slow = format!(
+            "SET kendall.kernel = 'naive'; COPY (SELECT gene_i, gene_j, tau FROM \
+             kendall_all_pairs('{demo}') WHERE abs(tau) > 0.5) TO 's3://{bucket}/out/'"
+        );
+        let child = shell_command_with_aws(&aws)
+            .args(["-p", "1", "-c", &slow])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(1000));
+        let (status, _) = server.request("PUT", &format!("/{bucket}/out/during.txt"), b"x");
+        assert_eq!(status, 200);
+        std::thread::sleep(Duration::from_millis(500));
+        crate::shell::interrupt(&child);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{stderr}");
+        let mut expected = before.clone();
+        expected.insert("out/during.txt".into(), b"x".to_vec());
+        assert_eq!(objects(&server, bucket), expected);
+
+        // Completed: its Parquet files below out/, nothing staged left.
+        let fast = format!(
+            "COPY (SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{demo}') \
+             WHERE abs(tau) > 0.5) TO 's3://{bucket}/out/'"
+        );
+        let (ok, stderr) = shell_with_aws(&fast, &aws);
+        assert!(ok, "{stderr}");
+        let after: Vec<String> = objects(&server, bucket).into_keys().collect();
+        let written: Vec<&String> = after
+            .iter()
+            .filter(|k| k.starts_with("out/") && k.ends_with(".parquet"))
+            .collect();
+        assert!(!written.is_empty(), "{after:?}");
+        assert_eq!(after.len(), 3 + written.len(), "{after:?}");
+        assert!(
+            !after.iter().any(|k| k.contains("kendall-copy")),
+            "{after:?}"
+        );
     }
 }

@@ -17,11 +17,12 @@ mod export;
 mod print;
 mod progress;
 mod repl;
+mod staging;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::Instant;
 
 use datafusion::error::DataFusionError;
 use datafusion::execution::runtime_env::RuntimeEnvBuilder;
@@ -36,6 +37,7 @@ use futures::StreamExt;
 use args::{Args, Format, Parsed, Source, USAGE};
 use print::{Printed, Stdout, print_stream};
 use progress::ProgressBar;
+use staging::Staging;
 
 /// Exit code after Ctrl-C, as shells report a process ended by SIGINT.
 const EXIT_INTERRUPTED: u8 = 130;
@@ -185,7 +187,7 @@ impl Stop {
             Stop::Interrupted => {
                 eprintln!(
                     "Query cancelled (Ctrl-C): its output is incomplete; a COPY that was \
-                     running wrote no file."
+                     running left its target as it was."
                 );
                 ExitCode::from(EXIT_INTERRUPTED)
             }
@@ -242,19 +244,26 @@ impl Shell {
             if self.remote {
                 export::absolute_copy_target(&mut statement);
             }
-            let copy_target = export::local_copy_target(&statement);
-            let started = SystemTime::now();
+            // Ctrl-C is ours from here on: listening before anything is
+            // staged means it never kills the process with a COPY half done.
+            let interrupted = tokio::signal::ctrl_c();
+            tokio::pin!(interrupted);
+            if futures::poll!(&mut interrupted).is_ready() {
+                return Err(Stop::Interrupted);
+            }
+            // A COPY writes under a name it alone owns, moved into place
+            // once the query completed (see staging.rs).
+            let staging = Staging::begin(&mut statement, &self.ctx).await?;
             let result = tokio::select! {
                 result = self.run_statement(statement) => result,
-                _ = tokio::signal::ctrl_c() => Err(Stop::Interrupted),
+                _ = &mut interrupted => Err(Stop::Interrupted),
             };
-            if result.is_err()
-                && let Some(target) = copy_target
-            {
-                // The writer tasks end as their query is dropped; give a file
-                // being created a moment to appear, then remove what it wrote.
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                export::remove_partial_output(&target, started);
+            match (staging, &result) {
+                (Some(staging), Ok(())) => staging.commit().await?,
+                (Some(staging), Err(_)) => {
+                    staging.abort().await;
+                }
+                (None, _) => {}
             }
             result?;
         }
