@@ -35,8 +35,9 @@ pub const DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS: u64 = 2;
 /// The liveness defaults are ours, not Ballista's: with Ballista's (a 180 s
 /// timeout checked every 15 s, executors heartbeating every 60 s) a killed
 /// executor's tasks wait about three minutes before running elsewhere; with
-/// ours (10 s, every 2 s, heartbeats every 2 s) they run again 8 to 13 s
-/// after the kill.
+/// ours (10 s, every 2 s, heartbeats every 2 s) the executor is dropped 8
+/// to 13 s after the kill (the timeout less the time since its last
+/// heartbeat, plus up to one check) and its tasks run again at once.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SchedulerOptions {
     /// `--bind-host`: the address the gRPC service listens on.
