@@ -59,19 +59,10 @@ pub fn check_host_major(host: &str) -> Result<()> {
     }
 }
 
-/// The SQL names and implementations of every table function of this crate.
+/// The SQL names and implementations of every table function of this crate
+/// ([`crate::functions::FUNCTIONS`]).
 pub fn table_functions() -> Vec<(&'static str, Arc<dyn TableFunctionImpl>)> {
-    vec![
-        (crate::FUNCTION_NAME, Arc::new(crate::KendallAllPairs)),
-        (
-            crate::top_partners::TOP_PARTNERS_NAME,
-            Arc::new(crate::KendallTopPartners),
-        ),
-        (
-            crate::cross::CROSS_NAME,
-            Arc::new(crate::cross::KendallCrossPairs),
-        ),
-    ]
+    crate::functions::table_functions()
 }
 
 /// `function` as an [`FFI_TableFunction`] for a host whose logical codec is

@@ -10,15 +10,10 @@
 use std::cmp::Ordering;
 use std::fmt;
 
+use crate::schema::{P_VALUE, Q_VALUE, TAU};
 use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
-
-/// Name of the coefficient column.
-pub const TAU: &str = "tau";
-
-/// Name of the p-value column.
-pub const P_VALUE: &str = "p_value";
 
 /// The per-pair statistic a comparison reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +31,7 @@ impl Stat {
         match self {
             Stat::Tau => TAU,
             Stat::PValue => P_VALUE,
-            Stat::QValue => crate::fdr::Q_VALUE,
+            Stat::QValue => Q_VALUE,
         }
     }
 }
@@ -292,7 +287,7 @@ fn stat_operand(expr: &Expr) -> Option<(Stat, bool)> {
     let stat = |e: &Expr| match e {
         Expr::Column(c) if c.name == TAU => Some(Stat::Tau),
         Expr::Column(c) if c.name == P_VALUE => Some(Stat::PValue),
-        Expr::Column(c) if c.name == crate::fdr::Q_VALUE => Some(Stat::QValue),
+        Expr::Column(c) if c.name == Q_VALUE => Some(Stat::QValue),
         _ => None,
     };
     match expr {

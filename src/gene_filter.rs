@@ -10,6 +10,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 
+use crate::schema::{GENE_I, GENE_J};
 use datafusion::arrow::array::{Array, StringArray};
 use datafusion::logical_expr::expr::InList;
 use datafusion::logical_expr::{BinaryExpr, Expr, Operator};
@@ -26,8 +27,8 @@ pub enum Side {
 impl Side {
     fn column(self) -> &'static str {
         match self {
-            Side::I => "gene_i",
-            Side::J => "gene_j",
+            Side::I => GENE_I,
+            Side::J => GENE_J,
         }
     }
 }
@@ -211,8 +212,8 @@ impl ResolvedGenes {
 
 fn side_of(expr: &Expr) -> Option<Side> {
     match expr {
-        Expr::Column(c) if c.name == "gene_i" => Some(Side::I),
-        Expr::Column(c) if c.name == "gene_j" => Some(Side::J),
+        Expr::Column(c) if c.name == GENE_I => Some(Side::I),
+        Expr::Column(c) if c.name == GENE_J => Some(Side::J),
         _ => None,
     }
 }

@@ -9,8 +9,9 @@
 //! ```
 //!
 //! [`register`] adds the table functions `kendall_all_pairs`,
-//! `kendall_top_partners` (each gene's k strongest partners, [`top_partners`]),
-//! `kendall_cross_pairs` (every pair between two matrices, [`cross`]) and the
+//! `kendall_top_partners` (each gene's k strongest partners) and
+//! `kendall_cross_pairs` (every pair between two matrices), described in
+//! [`functions`], and the
 //! `kendall.*` session options ([`KendallOptions`]) to a `SessionContext`:
 //!
 //! ```no_run
@@ -30,43 +31,20 @@
 //! per-pair [`kernel`] and streams `(gene_i, gene_j, tau)` batches
 //! ([`exec`]), applying pushed-down filters on `tau` ([`filter`]) before a
 //! pair becomes a row. `q_value`, the p-value adjusted for the false
-//! discovery rate over all pairs, comes from a counting pass ([`fdr`]).
+//! discovery rate over all pairs, comes from a counting pass ([`stats::fdr`]).
+//! The whole path, file by file: `docs/architecture.md`.
 
-/// Implements DataFusion's `ConfigField` for an option enum parsed by
-/// `FromStr` (defined before the modules so that all of them can use it).
-macro_rules! enum_config_field {
-    ($t:ty) => {
-        impl datafusion::common::config::ConfigField for $t {
-            fn visit<V: datafusion::common::config::Visit>(
-                &self,
-                v: &mut V,
-                key: &str,
-                description: &'static str,
-            ) {
-                v.some(key, self, description)
-            }
-
-            fn set(&mut self, _key: &str, value: &str) -> datafusion::error::Result<()> {
-                *self = value.parse()?;
-                Ok(())
-            }
-
-            fn reset(&mut self, _key: &str) -> datafusion::error::Result<()> {
-                *self = <$t>::default();
-                Ok(())
-            }
-        }
-    };
-}
+// First: the option enums' macro is used by the modules below.
+pub(crate) mod option_enum;
 
 #[cfg(feature = "ballista")]
 pub mod ballista;
-pub mod cross;
+pub mod error;
 pub mod exec;
-pub mod fdr;
 #[cfg(feature = "ffi")]
 pub mod ffi;
 pub mod filter;
+pub mod functions;
 pub mod gene_filter;
 pub mod input;
 pub mod kernel;
@@ -74,38 +52,32 @@ pub mod load;
 pub mod memory;
 pub mod options;
 pub mod pace;
-pub mod table;
+pub mod schema;
+pub mod stats;
 pub mod tiles;
-pub mod top_partners;
-pub mod udtf;
 pub mod work;
-
-use std::sync::Arc;
 
 use datafusion::error::Result;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
+pub use functions::{KendallAllPairs, KendallCrossPairs, KendallTable, KendallTopPartners};
 pub use kernel::{KernelChoice, Variant};
 pub use options::KendallOptions;
-pub use table::KendallTable;
-pub use top_partners::KendallTopPartners;
-pub use udtf::KendallAllPairs;
+pub use schema::GeneIds;
 
-/// The SQL name of the table function.
-pub const FUNCTION_NAME: &str = "kendall_all_pairs";
+/// The SQL name of the all-pairs table function.
+pub const FUNCTION_NAME: &str = schema::ALL_PAIRS;
 
-/// Registers `kendall_all_pairs`, `kendall_top_partners`,
-/// `kendall_cross_pairs` and the `kendall.*` options on `ctx`.
+/// Registers every table function ([`functions::FUNCTIONS`]:
+/// `kendall_all_pairs`, `kendall_top_partners`, `kendall_cross_pairs`) and
+/// the `kendall.*` options on `ctx`.
 ///
 /// Options already set on the context (e.g. via [`with_kendall_options`])
 /// are kept.
 pub fn register(ctx: &SessionContext) -> Result<()> {
-    ctx.register_udtf(FUNCTION_NAME, Arc::new(KendallAllPairs));
-    ctx.register_udtf(
-        top_partners::TOP_PARTNERS_NAME,
-        Arc::new(KendallTopPartners),
-    );
-    ctx.register_udtf(cross::CROSS_NAME, Arc::new(cross::KendallCrossPairs));
+    for (name, function) in functions::table_functions() {
+        ctx.register_udtf(name, function);
+    }
     let state = ctx.state_ref();
     let mut state = state.write();
     let options = state.config_mut().options_mut();

@@ -26,8 +26,6 @@ use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_plan::metrics::Count;
 use tokio::sync::watch;
 
-use crate::input::FN_NAME;
-
 /// What waiters of one run of the load learn when it ends.
 #[derive(Debug, Clone)]
 enum Ended {
@@ -199,9 +197,10 @@ impl<T: Send + Sync + 'static> SharedLoad<T> {
                     // The blocking task was dropped unrun (the runtime is
                     // shutting down): nothing to wait for any more.
                     self.lock().running = None;
-                    return Err(DataFusionError::Execution(format!(
-                        "{FN_NAME}: the input load ended without a result (runtime shutting down?)"
-                    )));
+                    return Err(DataFusionError::Execution(
+                        "the input load ended without a result (runtime shutting down?)"
+                            .to_string(),
+                    ));
                 }
             }
         }
@@ -215,7 +214,7 @@ impl<T: Send + Sync + 'static> SharedLoad<T> {
         let result = with_stop_flag(&stop, || {
             catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|panic| {
                 Err(DataFusionError::Execution(format!(
-                    "{FN_NAME}: loading the input panicked: {}",
+                    "loading the input panicked: {}",
                     crate::input::panic_message(&*panic)
                 )))
             })
@@ -289,9 +288,9 @@ pub fn stop_flag() -> Option<Arc<AtomicBool>> {
 /// call it between the stages of a load and between the batches it reads.
 pub fn checkpoint() -> Result<()> {
     if stop_requested() {
-        return Err(DataFusionError::Execution(format!(
-            "{FN_NAME}: input load stopped: the query was cancelled"
-        )));
+        return Err(DataFusionError::Execution(
+            "input load stopped: the query was cancelled".to_string(),
+        ));
     }
     Ok(())
 }

@@ -15,38 +15,45 @@ use datafusion::execution::memory_pool::{
     MemoryConsumer, MemoryLimit, MemoryPool, MemoryReservation, UnboundedMemoryPool,
 };
 
-use crate::input::FN_NAME;
-
 /// Reserves the memory of one query's scan of one input in a memory pool.
 #[derive(Debug, Clone)]
 pub struct QueryMemory {
     pool: Arc<dyn MemoryPool>,
+    /// Whose reservations these are: the table function the query called,
+    /// or a reader of an input (consumers of the pool are named after it).
+    owner: &'static str,
     /// How errors name the input: `'expr.parquet'` or `table 'expr'`.
     path: String,
 }
 
 impl QueryMemory {
-    /// Reservations for the scan of the input `path` names (quoted, as
-    /// `'expr.parquet'` or `table 'expr'`) in `pool` (a query's
-    /// `TaskContext::memory_pool`).
-    pub fn new(pool: Arc<dyn MemoryPool>, path: &str) -> Self {
+    /// Reservations of `owner` (the table function the query called, or a
+    /// reader) for the input `path` names (quoted, as `'expr.parquet'` or
+    /// `table 'expr'`) in `pool` (a query's `TaskContext::memory_pool`).
+    pub fn new(pool: Arc<dyn MemoryPool>, owner: &'static str, path: &str) -> Self {
         Self {
             pool,
+            owner,
             path: path.to_string(),
         }
     }
 
     /// Reservations in a pool of its own without a limit (for callers
-    /// outside a DataFusion session: tests, benchmarks).
+    /// outside a DataFusion session: tests, benchmarks), named after
+    /// `kendall_all_pairs`.
     pub fn unbounded(path: &str) -> Self {
-        Self::new(Arc::new(UnboundedMemoryPool::default()), path)
+        Self::new(
+            Arc::new(UnboundedMemoryPool::default()),
+            crate::schema::ALL_PAIRS,
+            path,
+        )
     }
 
     /// A reservation of `bytes` for `what` (e.g. "input values"), registered
     /// as its own consumer of the pool; a clear "Resources exhausted" error
     /// when the pool cannot grant it.
     pub fn reserve(&self, what: &str, bytes: usize) -> Result<Reservation> {
-        let consumer = MemoryConsumer::new(format!("{FN_NAME}: {what}"));
+        let consumer = MemoryConsumer::new(format!("{}: {what}", self.owner));
         let mut reservation = Reservation {
             inner: consumer.register(&self.pool),
             pool: Arc::clone(&self.pool),
@@ -100,7 +107,7 @@ impl Reservation {
                 MemoryLimit::Infinite | MemoryLimit::Unknown => String::new(),
             };
             DataFusionError::ResourcesExhausted(format!(
-                "{FN_NAME}: the {} of {} need {bytes} more bytes ({}) than DataFusion's memory \
+                "the {} of {} need {bytes} more bytes ({}) than DataFusion's memory \
                  pool can grant{limit}; raise datafusion.runtime.memory_limit or read fewer genes. \
                  {detail}",
                 self.what,
@@ -138,7 +145,7 @@ pub fn try_with_capacity<T>(capacity: usize, what: &str) -> Result<Vec<T>> {
 
 fn refused<T>(what: &str, len: usize, e: std::collections::TryReserveError) -> DataFusionError {
     DataFusionError::ResourcesExhausted(format!(
-        "{FN_NAME}: cannot allocate the {what} ({len} values of {} bytes): {e}",
+        "cannot allocate the {what} ({len} values of {} bytes): {e}",
         std::mem::size_of::<T>()
     ))
 }
@@ -179,7 +186,7 @@ mod tests {
     #[test]
     fn reservations_are_released_and_refusals_named() {
         let pool: Arc<dyn MemoryPool> = Arc::new(GreedyMemoryPool::new(1000));
-        let memory = QueryMemory::new(Arc::clone(&pool), "'x.parquet'");
+        let memory = QueryMemory::new(Arc::clone(&pool), crate::schema::ALL_PAIRS, "'x.parquet'");
         let mut a = memory.reserve("input values", 600).unwrap();
         assert_eq!(pool.reserved(), 600);
         assert_eq!(pool_available(&pool), Some(400));

@@ -9,12 +9,12 @@ use datafusion::common::config::{
 };
 use datafusion::error::{DataFusionError, Result};
 
-use crate::fdr::FdrMethod;
 use crate::input::{Absent, InputFormat, Layout, MissingValues};
 use crate::kernel::isa::SimdChoice;
-use crate::kernel::pvalue::PValueMethod;
 use crate::kernel::{KernelChoice, Variant};
-use crate::table::GeneIds;
+use crate::schema::GeneIds;
+use crate::stats::fdr::FdrMethod;
+use crate::stats::pvalue::PValueMethod;
 
 /// Default edge of a tile, in genes. Chosen with the `tile_size` benchmark
 /// (`cargo bench --bench kernels`, see README): for the naive and GSE kernels

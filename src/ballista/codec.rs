@@ -36,12 +36,13 @@ use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConve
 use datafusion_proto::protobuf::LogicalExprNode;
 use prost::Message;
 
-use crate::cross::{CROSS_NAME, KendallCrossTable};
 use crate::exec::{KendallExec, ScanConfig};
+use crate::functions::scan::predicates;
+use crate::functions::{Call, KendallTable, function};
 use crate::input::{Columns, InputSpec};
+use crate::kernel::KernelKind;
+use crate::kernel::decision::{Decision, KernelPlan};
 use crate::memory;
-use crate::table::{KendallTable, KernelPlan, predicates};
-use crate::top_partners::{TOP_PARTNERS_NAME, TopPartnersTable};
 
 /// The first bytes of everything our codecs write (then a version byte).
 pub const MAGIC: &[u8] = b"datafusion-kendall\x01";
@@ -49,7 +50,7 @@ pub const MAGIC: &[u8] = b"datafusion-kendall\x01";
 /// A table function call: what the client's provider stands for.
 #[derive(Clone, PartialEq, Message)]
 struct TableProto {
-    /// `kendall_all_pairs`, `kendall_cross_pairs` or `kendall_top_partners`.
+    /// The function's SQL name (one of [`crate::functions::FUNCTIONS`]).
     #[prost(string, tag = "1")]
     function: String,
     /// The source (two for cross pairs).
@@ -135,6 +136,16 @@ struct ConfigProto {
     gene_ids: String,
     #[prost(bool, tag = "16")]
     cluster: bool,
+    /// The function the query called.
+    #[prost(string, tag = "17")]
+    function: String,
+    /// The kernel decided at planning time (`None` when the shape was not
+    /// known then): its name, and whether `auto` may switch to the
+    /// zero-inflated kernel.
+    #[prost(string, optional, tag = "18")]
+    planned_kernel: Option<String>,
+    #[prost(bool, tag = "19")]
+    zero_if_inflated: bool,
 }
 
 /// A `KendallExec` node (its children, the input scans, travel apart).
@@ -204,64 +215,43 @@ pub struct KendallLogicalCodec {
 
 impl KendallLogicalCodec {
     fn encode_table(node: &dyn TableProvider) -> Option<TableProto> {
-        if let Some(t) = node.downcast_ref::<KendallTable>() {
-            return Some(TableProto {
-                function: crate::FUNCTION_NAME.to_string(),
-                sources: vec![absolute(t.source())],
-                names: t.column_names().to_vec(),
-                right_names: Vec::new(),
-                gene_ids: t.gene_ids().to_string(),
-                k: 0,
-            });
-        }
-        if let Some(t) = node.downcast_ref::<KendallCrossTable>() {
-            return Some(TableProto {
-                function: CROSS_NAME.to_string(),
-                sources: vec![absolute(&t.left), absolute(&t.right)],
-                names: t.left_names.clone(),
-                right_names: t.right_names.clone(),
-                gene_ids: t.gene_ids.to_string(),
-                k: 0,
-            });
-        }
-        if let Some(t) = node.downcast_ref::<TopPartnersTable>() {
-            return Some(TableProto {
-                function: TOP_PARTNERS_NAME.to_string(),
-                sources: vec![absolute(&t.source)],
-                names: t.names.clone(),
-                right_names: Vec::new(),
-                gene_ids: String::new(),
-                k: t.k as u64,
-            });
-        }
-        None
+        let call = node.downcast_ref::<KendallTable>()?.call();
+        let names = |i: usize| call.names.get(i).cloned().unwrap_or_default();
+        Some(TableProto {
+            function: call.function.to_string(),
+            sources: call.sources.iter().map(|s| absolute(s)).collect(),
+            names: names(0),
+            right_names: names(1),
+            gene_ids: call.gene_ids.to_string(),
+            k: call.k.map_or(0, |k| k as u64),
+        })
     }
 
     fn decode_table(proto: TableProto) -> Result<Arc<dyn TableProvider>> {
-        let source =
-            |i: usize| {
-                proto.sources.get(i).cloned().ok_or_else(|| {
-                    codec_error("table", format!("{} lacks a source", proto.function))
-                })
-            };
-        Ok(match proto.function.as_str() {
-            crate::FUNCTION_NAME => Arc::new(
-                KendallTable::new(source(0)?, proto.names).with_gene_ids(parse(&proto.gene_ids)?),
-            ),
-            CROSS_NAME => Arc::new(KendallCrossTable::new(
-                source(0)?,
-                source(1)?,
-                proto.names,
-                proto.right_names,
-                parse(&proto.gene_ids)?,
-            )),
-            TOP_PARTNERS_NAME => Arc::new(TopPartnersTable::new(
-                source(0)?,
-                to_usize(proto.k),
-                proto.names,
-            )),
-            other => return Err(codec_error("table", format!("unknown function '{other}'"))),
-        })
+        let function = function(&proto.function).ok_or_else(|| {
+            codec_error("table", format!("unknown function '{}'", proto.function))
+        })?;
+        if proto.sources.is_empty() {
+            return Err(codec_error(
+                "table",
+                format!("{} lacks a source", proto.function),
+            ));
+        }
+        let mut names = vec![proto.names];
+        if proto.sources.len() > 1 {
+            names.push(proto.right_names);
+        }
+        let call = Call {
+            function: function.name(),
+            sources: proto.sources,
+            names,
+            k: (proto.k > 0).then(|| to_usize(proto.k)),
+            gene_ids: match proto.gene_ids.as_str() {
+                "" => crate::schema::GeneIds::default(),
+                ids => parse(ids)?,
+            },
+        };
+        Ok(Arc::new(KendallTable::from_call(call)?))
     }
 }
 
@@ -437,13 +427,16 @@ fn encode_config(config: &ScanConfig) -> Result<ConfigProto> {
         top_k: config.top_k.map(|k| k as u64),
         gene_ids: config.gene_ids.to_string(),
         cluster: config.cluster,
+        function: config.function.to_string(),
+        planned_kernel: config.planned_kernel.map(|d| d.kind.to_string()),
+        zero_if_inflated: config.planned_kernel.is_some_and(|d| d.zero_if_inflated),
     })
 }
 
 /// The settings of `proto` on this machine: `kendall.simd` resolved for this
 /// CPU, the memory this process's pool can grant, the filters parsed with
 /// this session's functions.
-fn decode_config(proto: ConfigProto, spec: &InputSpec, ctx: &TaskContext) -> Result<ScanConfig> {
+fn decode_config(proto: ConfigProto, ctx: &TaskContext) -> Result<ScanConfig> {
     let filters = from_proto::parse_exprs(&proto.filters, ctx, &DefaultLogicalExtensionCodec {})
         .map_err(|e| codec_error("cannot decode a pushed-down filter", e))?;
     let (predicate, gene_predicate) = predicates(&filters);
@@ -456,11 +449,25 @@ fn decode_config(proto: ConfigProto, spec: &InputSpec, ctx: &TaskContext) -> Res
         isa: simd.resolve()?,
         anchors: proto.anchors.map(to_usize),
     };
-    let planned_kernel = match (spec.genes, spec.samples) {
-        (Some(genes), Some(samples)) => kernel.resolve(genes, samples).ok(),
-        _ => None,
+    // The decision made at planning travels as it was made.
+    let planned_kernel = match &proto.planned_kernel {
+        Some(kind) => Some(Decision {
+            kind: KernelKind::named(kind)
+                .ok_or_else(|| codec_error("KendallExec", format!("unknown kernel '{kind}'")))?,
+            zero_if_inflated: proto.zero_if_inflated,
+        }),
+        None => None,
     };
+    let function = function(&proto.function)
+        .ok_or_else(|| {
+            codec_error(
+                "KendallExec",
+                format!("unknown function '{}'", proto.function),
+            )
+        })?
+        .name();
     Ok(ScanConfig {
+        function,
         variant: parse(&proto.variant)?,
         min_periods: to_usize(proto.min_periods),
         kernel,
@@ -516,7 +523,7 @@ impl KendallPhysicalCodec {
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let missing = |what: &str| codec_error("KendallExec", format!("no {what}"));
         let spec = decode_spec(proto.spec.ok_or_else(|| missing("input"))?)?;
-        let config = decode_config(proto.config.ok_or_else(|| missing("settings"))?, &spec, ctx)?;
+        let config = decode_config(proto.config.ok_or_else(|| missing("settings"))?, ctx)?;
         let embedded: Vec<Arc<dyn ExecutionPlan>> = proto
             .inputs
             .iter()
@@ -708,7 +715,7 @@ mod tests {
         assert_eq!(exec.children().len(), 1, "the partition slices");
         assert_eq!(
             exec.config().partitions,
-            2 * crate::table::CLUSTER_PARTITIONS_PER_TARGET
+            2 * crate::functions::scan::CLUSTER_PARTITIONS_PER_TARGET
         );
         // What a task is sent of our node: its settings and the input's
         // description (the sample names dominate: 57 here) and scan.
@@ -852,7 +859,7 @@ mod tests {
         };
         let mut buf = Vec::new();
         write(&proto, &mut buf).unwrap();
-        let schema = crate::table::output_schema();
+        let schema = crate::schema::pair_schema(crate::schema::GeneIds::String);
         let err = KendallLogicalCodec::default()
             .try_decode_table_provider(&buf, &TableReference::bare("t"), schema, &task)
             .unwrap_err()

@@ -1,8 +1,6 @@
 //! The other matrix layouts: one column per gene, and long (tidy) triples.
 
 use std::collections::HashMap;
-use std::fmt;
-use std::str::FromStr;
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
@@ -15,84 +13,34 @@ use super::{
 };
 use crate::memory::{Reservation, try_filled};
 
-/// How the expression matrix is laid out (`SET kendall.layout = ...`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Layout {
-    /// One row per gene, one column per sample (the default).
-    #[default]
-    GenesAsRows,
-    /// One row per sample, one column per gene (AnnData / machine learning).
-    GenesAsColumns,
-    /// One row per value: gene, sample, value columns (tidy data).
-    Long,
-}
-
-impl fmt::Display for Layout {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Layout::GenesAsRows => "genes_as_rows",
-            Layout::GenesAsColumns => "genes_as_columns",
-            Layout::Long => "long",
-        })
+crate::option_enum::option_enum! {
+    /// How the expression matrix is laid out (`SET kendall.layout = ...`).
+    pub enum Layout: "kendall.layout" {
+        /// One row per gene, one column per sample (the default).
+        #[default]
+        GenesAsRows = "genes_as_rows",
+        /// One row per sample, one column per gene (AnnData / machine learning).
+        GenesAsColumns = "genes_as_columns",
+        /// One row per value: gene, sample, value columns (tidy data).
+        Long = "long",
     }
 }
 
-impl FromStr for Layout {
-    type Err = DataFusionError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "genes_as_rows" => Ok(Layout::GenesAsRows),
-            "genes_as_columns" => Ok(Layout::GenesAsColumns),
-            "long" => Ok(Layout::Long),
-            other => Err(DataFusionError::Configuration(format!(
-                "kendall.layout must be one of 'genes_as_rows', 'genes_as_columns', 'long', got '{other}'"
-            ))),
-        }
+crate::option_enum::option_enum! {
+    /// What a (gene, sample) without a row in a long input means
+    /// (`SET kendall.absent = ...`).
+    pub enum Absent: "kendall.absent" {
+        /// An error naming the gene and the sample (the default): every gene
+        /// must have a row for every sample.
+        #[default]
+        Error = "error",
+        /// The value 0: sparse triples (single-cell counts) list only non-zero
+        /// values.
+        Zero = "zero",
+        /// A missing value, as a null would be (see `kendall.missing`).
+        Missing = "missing",
     }
 }
-
-enum_config_field!(Layout);
-
-/// What a (gene, sample) without a row in a long input means
-/// (`SET kendall.absent = ...`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Absent {
-    /// An error naming the gene and the sample (the default): every gene
-    /// must have a row for every sample.
-    #[default]
-    Error,
-    /// The value 0: sparse triples (single-cell counts) list only non-zero
-    /// values.
-    Zero,
-    /// A missing value, as a null would be (see `kendall.missing`).
-    Missing,
-}
-
-impl fmt::Display for Absent {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Absent::Error => "error",
-            Absent::Zero => "zero",
-            Absent::Missing => "missing",
-        })
-    }
-}
-
-impl FromStr for Absent {
-    type Err = DataFusionError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "error" => Ok(Absent::Error),
-            "zero" => Ok(Absent::Zero),
-            "missing" => Ok(Absent::Missing),
-            other => Err(DataFusionError::Configuration(format!(
-                "kendall.absent must be one of 'error', 'zero', 'missing', got '{other}'"
-            ))),
-        }
-    }
-}
-
-enum_config_field!(Absent);
 
 /// Default column names of the long layout: gene, sample, value.
 const LONG_DEFAULTS: [&str; 3] = ["gene", "sample", "value"];
@@ -163,8 +111,7 @@ fn grow<T>(v: &mut Vec<T>, extra: usize, reservation: &mut Reservation, what: &s
     reservation.try_grow((room - v.capacity()).saturating_mul(std::mem::size_of::<T>()))?;
     v.try_reserve_exact(room - v.len()).map_err(|e| {
         DataFusionError::ResourcesExhausted(format!(
-            "{}: cannot allocate the {what} ({room} values): {e}",
-            super::FN_NAME
+            "cannot allocate the {what} ({room} values): {e}"
         ))
     })
 }
@@ -249,9 +196,8 @@ pub(super) fn inspect_long(
         let (index, field) = schema.column_with_name(column).ok_or_else(|| {
             plan_error(format!(
                 "{role} column '{column}' not found in {what} (columns: {}); with layout 'long' name them \
-                 with {}(source, 'gene_column', 'sample_column', 'value_column')",
-                column_list(schema),
-                super::FN_NAME
+                 after the source: (source, 'gene_column', 'sample_column', 'value_column')",
+                column_list(schema)
             ))
         })?;
         projection.push(index);

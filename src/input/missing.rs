@@ -1,48 +1,22 @@
 //! Missing values: what a null or NaN in the input means
 //! (`SET kendall.missing = 'pairwise' | 'error'`).
 
-use std::fmt;
-use std::str::FromStr;
-
 use datafusion::arrow::array::{Array, Float64Array};
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 
 use super::data_error;
 
-/// How null and NaN values are treated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum MissingValues {
-    /// Each pair of genes uses the samples where both have a value (pandas'
-    /// `corr`, R's `use = "pairwise.complete.obs"`). The default.
-    #[default]
-    Pairwise,
-    /// A null or NaN value is an error naming the gene and sample.
-    Error,
-}
-
-impl fmt::Display for MissingValues {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            MissingValues::Pairwise => "pairwise",
-            MissingValues::Error => "error",
-        })
+crate::option_enum::option_enum! {
+    /// How null and NaN values are treated (`SET kendall.missing = ...`).
+    pub enum MissingValues: "kendall.missing" {
+        /// Each pair of genes uses the samples where both have a value (pandas'
+        /// `corr`, R's `use = "pairwise.complete.obs"`). The default.
+        #[default]
+        Pairwise = "pairwise",
+        /// A null or NaN value is an error naming the gene and sample.
+        Error = "error",
     }
 }
-
-impl FromStr for MissingValues {
-    type Err = DataFusionError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "pairwise" => Ok(MissingValues::Pairwise),
-            "error" => Ok(MissingValues::Error),
-            other => Err(DataFusionError::Configuration(format!(
-                "kendall.missing must be 'pairwise' or 'error', got '{other}'"
-            ))),
-        }
-    }
-}
-
-enum_config_field!(MissingValues);
 
 /// Value `r` of `column`: a number, or NaN for a missing (null or NaN)
 /// value when `missing` is pairwise. Infinite values, and missing ones under

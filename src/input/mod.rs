@@ -19,6 +19,7 @@ mod missing;
 mod rank;
 mod read;
 pub mod source;
+pub(crate) mod stack;
 mod stores;
 pub mod tenx;
 mod values;
@@ -43,15 +44,16 @@ use datafusion::error::{DataFusionError, Result};
 
 use crate::memory::{QueryMemory, Reservation};
 
-/// Prefix of every user-facing error of this crate.
-pub(crate) const FN_NAME: &str = "kendall_all_pairs";
-
+/// An error found while planning an input; named after the table function
+/// the user called where the call's work begins (see [`crate::error`]).
 fn plan_error(msg: String) -> DataFusionError {
-    DataFusionError::Plan(format!("{FN_NAME}: {msg}"))
+    DataFusionError::Plan(msg)
 }
 
+/// An error in an input's data, found while reading it; named after the
+/// table function the user called where the call's work begins.
 fn data_error(msg: String) -> DataFusionError {
-    DataFusionError::Execution(format!("{FN_NAME}: {msg}"))
+    DataFusionError::Execution(msg)
 }
 
 /// The text of a caught panic's payload.
@@ -253,7 +255,7 @@ fn rows_columns(
                 plan_error(format!(
                     "{what} has no string column to use as gene ids (columns: {}); \
                      name one (an integer column of Entrez ids, say) with \
-                     {FN_NAME}(source, 'gene_column')",
+                     the argument after the source: (source, 'gene_column')",
                     column_list()
                 ))
             })?,

@@ -5,7 +5,6 @@
 //! Name resolution follows DataFusion's rule: a name registered in the
 //! session wins; anything else is a location.
 
-use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
@@ -19,54 +18,27 @@ use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 use futures::TryStreamExt;
 
 use super::plan_error;
 
-/// The file format of a location (`SET kendall.format = ...`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum InputFormat {
-    /// From the file name: `.parquet`; `.csv`; `.tsv`, `.tab` or `.txt`,
-    /// each optionally followed by `.gz`, `.bz2`, `.xz` or `.zst`. A
-    /// directory or glob takes the format of its first such file.
-    #[default]
-    Auto,
-    /// Apache Parquet.
-    Parquet,
-    /// Comma-separated values with a header row.
-    Csv,
-    /// Tab-separated values with a header row.
-    Tsv,
-}
-
-impl fmt::Display for InputFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            InputFormat::Auto => "auto",
-            InputFormat::Parquet => "parquet",
-            InputFormat::Csv => "csv",
-            InputFormat::Tsv => "tsv",
-        })
+crate::option_enum::option_enum! {
+    /// The file format of a location (`SET kendall.format = ...`).
+    pub enum InputFormat: "kendall.format" {
+        /// From the file name: `.parquet`; `.csv`; `.tsv`, `.tab` or `.txt`,
+        /// each optionally followed by `.gz`, `.bz2`, `.xz` or `.zst`. A
+        /// directory or glob takes the format of its first such file.
+        #[default]
+        Auto = "auto",
+        /// Apache Parquet.
+        Parquet = "parquet",
+        /// Comma-separated values with a header row.
+        Csv = "csv",
+        /// Tab-separated values with a header row.
+        Tsv = "tsv",
     }
 }
-
-impl FromStr for InputFormat {
-    type Err = DataFusionError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(InputFormat::Auto),
-            "parquet" => Ok(InputFormat::Parquet),
-            "csv" => Ok(InputFormat::Csv),
-            "tsv" => Ok(InputFormat::Tsv),
-            other => Err(DataFusionError::Configuration(format!(
-                "kendall.format must be one of 'auto', 'parquet', 'csv', 'tsv', got '{other}'"
-            ))),
-        }
-    }
-}
-
-enum_config_field!(InputFormat);
 
 /// An input ready to be scanned.
 #[derive(Debug, Clone)]

@@ -39,7 +39,6 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
 
-use super::FN_NAME;
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 
 /// Rows per batch of triples.
@@ -94,7 +93,7 @@ pub fn detect(location: &str) -> Result<Option<TenxFiles>> {
 }
 
 fn error(msg: String) -> DataFusionError {
-    DataFusionError::Execution(format!("{FN_NAME}: {msg}"))
+    DataFusionError::Execution(msg)
 }
 
 fn file_name(p: &Path) -> String {
@@ -572,6 +571,7 @@ impl ExecutionPlan for TenxExec {
         let (files, projection) = (self.files.clone(), self.projection.clone());
         let memory = QueryMemory::new(
             Arc::clone(context.memory_pool()),
+            "10x reader",
             &format!("10x directory '{}'", files.dir),
         );
         let read = async move {

@@ -14,7 +14,7 @@ use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type}
 use datafusion::error::{DataFusionError, Result};
 
 use super::missing::missing_value;
-use super::{FN_NAME, MissingValues, checked_value, column_as, data_error};
+use super::{MissingValues, checked_value, column_as, data_error};
 use crate::memory::{Reservation, try_extend};
 
 /// A value: its nearest f64 (NaN when missing) and, for a 64-bit integer,
@@ -145,7 +145,7 @@ impl ValueBuffer {
             .try_reserve_exact(len - self.values.len())
             .map_err(|e| {
                 DataFusionError::ResourcesExhausted(format!(
-                    "{FN_NAME}: cannot allocate the input values ({len} values): {e}"
+                    "cannot allocate the input values ({len} values): {e}"
                 ))
             })
     }

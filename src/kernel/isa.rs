@@ -7,7 +7,6 @@
 //! treated exactly like one the CPU lacks (not detected, refused when forced).
 
 use std::fmt;
-use std::str::FromStr;
 use std::sync::OnceLock;
 
 use datafusion::error::{DataFusionError, Result};
@@ -129,8 +128,7 @@ pub fn cap() -> Option<Isa> {
             return None;
         }
         match value.parse::<SimdChoice>() {
-            Ok(SimdChoice::Force(isa)) => Some(isa),
-            Ok(SimdChoice::Auto) => None,
+            Ok(choice) => choice.isa(),
             Err(_) => {
                 eprintln!(
                     "warning: {MAX_ISA_ENV}='{value}' is not one of avx512, avx2, scalar; \
@@ -148,54 +146,43 @@ impl fmt::Display for Isa {
     }
 }
 
-/// The `kendall.simd` option: an instruction set, or `auto` for the best one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SimdChoice {
-    /// The best instruction set of this CPU.
-    #[default]
-    Auto,
-    /// Exactly this instruction set; refused where the CPU lacks it.
-    Force(Isa),
+crate::option_enum::option_enum! {
+    /// The `kendall.simd` option: an instruction set, or `auto` for the best one.
+    pub enum SimdChoice: "kendall.simd" {
+        /// The best instruction set of this CPU.
+        #[default]
+        Auto = "auto",
+        /// AVX-512; refused where the CPU lacks it.
+        Avx512 = "avx512",
+        /// AVX2; refused where the CPU lacks it.
+        Avx2 = "avx2",
+        /// Portable Rust.
+        Scalar = "scalar",
+    }
 }
 
 impl SimdChoice {
+    /// The instruction set asked for; `None` for `auto`.
+    pub fn isa(self) -> Option<Isa> {
+        match self {
+            SimdChoice::Auto => None,
+            SimdChoice::Avx512 => Some(Isa::Avx512),
+            SimdChoice::Avx2 => Some(Isa::Avx2),
+            SimdChoice::Scalar => Some(Isa::Scalar),
+        }
+    }
+
     /// The instruction set to run, or an error naming what the CPU lacks.
     pub fn resolve(self) -> Result<Isa> {
-        match self {
-            SimdChoice::Auto => Ok(Isa::detect()),
-            SimdChoice::Force(isa) => match isa.unavailable_reason() {
-                None => Ok(isa),
-                Some(why) => Err(DataFusionError::Plan(format!(
-                    "kendall.simd = '{isa}' but {why} (best available: {}); use 'auto'",
-                    Isa::detect()
-                ))),
-            },
+        let Some(isa) = self.isa() else {
+            return Ok(Isa::detect());
+        };
+        match isa.unavailable_reason() {
+            None => Ok(isa),
+            Some(why) => Err(DataFusionError::Plan(format!(
+                "kendall.simd = '{isa}' but {why} (best available: {}); use 'auto'",
+                Isa::detect()
+            ))),
         }
-    }
-}
-
-impl fmt::Display for SimdChoice {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SimdChoice::Auto => f.write_str("auto"),
-            SimdChoice::Force(isa) => f.write_str(isa.name()),
-        }
-    }
-}
-
-impl FromStr for SimdChoice {
-    type Err = DataFusionError;
-    fn from_str(s: &str) -> Result<Self> {
-        Ok(match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => SimdChoice::Auto,
-            "scalar" => SimdChoice::Force(Isa::Scalar),
-            "avx2" => SimdChoice::Force(Isa::Avx2),
-            "avx512" => SimdChoice::Force(Isa::Avx512),
-            other => {
-                return Err(DataFusionError::Configuration(format!(
-                    "kendall.simd must be one of 'auto', 'avx512', 'avx2', 'scalar', got '{other}'"
-                )));
-            }
-        })
     }
 }

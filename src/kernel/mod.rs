@@ -13,15 +13,14 @@
 //! final division into tau is floating point.
 
 pub mod bitset;
+pub mod decision;
 pub mod gse;
 pub mod isa;
 pub mod naive;
-pub mod pvalue;
 pub mod vse;
 pub mod zero;
 
 use std::fmt;
-use std::str::FromStr;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -32,37 +31,39 @@ use crate::input::RankedMatrix;
 use bitset::{BitPlanes, Bitset};
 use isa::Isa;
 
-/// Which Kendall coefficient to report (`SET kendall.variant = 'a' | 'b'`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Variant {
-    /// tau-a: `S / n0`, no tie correction.
-    A,
-    /// tau-b: `S / sqrt((n0 - n1)(n0 - n2))`, the tie-corrected coefficient
-    /// reported by R, scipy and pandas. The default.
-    #[default]
-    B,
-    /// Stuart's tau-c: `2S / (n²(k-1)/k)`, k = the smaller number of
-    /// distinct values of the two genes; for rectangular contingency tables.
-    C,
+crate::option_enum::option_enum! {
+    /// Which Kendall coefficient to report (`SET kendall.variant = 'a' | 'b' | 'c'`).
+    pub enum Variant: "kendall.variant" {
+        /// tau-a: `S / n0`, no tie correction.
+        A = "a" | "tau_a" | "tau-a",
+        /// tau-b: `S / sqrt((n0 - n1)(n0 - n2))`, the tie-corrected coefficient
+        /// reported by R, scipy and pandas. The default.
+        #[default]
+        B = "b" | "tau_b" | "tau-b",
+        /// Stuart's tau-c: `2S / (n²(k-1)/k)`, k = the smaller number of
+        /// distinct values of the two genes; for rectangular contingency tables.
+        C = "c" | "tau_c" | "tau-c",
+    }
 }
 
-/// The kernel a user asks for (`SET kendall.kernel = ...`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum KernelChoice {
-    /// Pick the fastest kernel for the data (see [`KernelChoice::resolve`]).
-    #[default]
-    Auto,
-    /// The O(n²) sign-product loop.
-    Naive,
-    /// Knight's merge sort with exact tie handling, O(n log n).
-    Gse,
-    /// GSE on packed integers with SIMD bitonic merges (the paper's VSE).
-    Vse,
-    /// Bit-planes and popcounts, O(n²/64) word operations, no branches.
-    Bitset,
-    /// Zero-inflated: O(k log n) in the samples outside the sparser gene's
-    /// largest tie group (single-cell counts); chosen only when asked for.
-    Zero,
+crate::option_enum::option_enum! {
+    /// The kernel a user asks for (`SET kendall.kernel = ...`).
+    pub enum KernelChoice: "kendall.kernel" {
+        /// Pick the fastest kernel for the data (see [`decision`]).
+        #[default]
+        Auto = "auto",
+        /// The O(n²) sign-product loop.
+        Naive = "naive",
+        /// Knight's merge sort with exact tie handling, O(n log n).
+        Gse = "gse",
+        /// GSE on packed integers with SIMD bitonic merges (the paper's VSE).
+        Vse = "vse",
+        /// Bit-planes and popcounts, O(n²/64) word operations, no branches.
+        Bitset = "bitset",
+        /// Zero-inflated: O(k log n) in the samples outside the sparser gene's
+        /// largest tie group (single-cell counts); chosen only when asked for.
+        Zero = "zero",
+    }
 }
 
 /// A concrete kernel, after `auto` has been resolved.
@@ -80,127 +81,19 @@ pub enum KernelKind {
     Zero,
 }
 
-/// Up to how many samples the bit-plane kernel beats VSE on `isa`.
-/// Measured with `cargo bench --bench kernels -- 1000 1500 2000 vse bitset`
-/// on Zen 5 (AVX2 and scalar rows with `KENDALL_MAX_ISA=avx2`): AVX-512
-/// bitset, walking long planes in cache-sized chunks, is 4.6× AVX-512 VSE
-/// at n = 2,000 without ties and 2.1× with heavy ties (n/4 levels),
-/// crossing near n = 2,500 with them (`-- 1500 2000 2500 3000 vse bitset`;
-/// 1,400 before the chunks); AVX2 bitset is still 2.0× AVX2 VSE at
-/// n = 2,000 without ties and 1.18× with heavy ties (crossing near 2,300);
-/// scalar bitset is 3.4× and 2.3× scalar VSE there (crossing beyond 4,000).
-pub fn bitset_max_samples(isa: Isa) -> usize {
-    match isa {
-        Isa::Avx512 => 2000,
-        Isa::Avx2 => 2000,
-        Isa::Scalar => 4000,
-    }
-}
+impl KernelKind {
+    /// Every kernel.
+    pub const ALL: [KernelKind; 5] = [
+        KernelKind::Naive,
+        KernelKind::Gse,
+        KernelKind::Vse,
+        KernelKind::Bitset,
+        KernelKind::Zero,
+    ];
 
-/// A gene-targeted query with k anchor genes computes k·m pairs; building
-/// the bit-planes of all m genes costs about what VSE needs for
-/// `ANCHOR_FACTOR · n / log2(n)` anchors. Measured with `cargo bench --bench
-/// end_to_end -- FILE --kernels bitset,vse --partitions 2 --where "gene_i IN
-/// (...) OR gene_j IN (...)"` for 1, 32 and 128 genes: on the whole bladder
-/// matrix (n = 57) VSE 0.07 / 0.11 / 0.24 s, bitset 0.10 / 0.13 / 0.17 s; on
-/// the 17,941 × 310 synthetic one VSE 0.30 s, bitset 0.86 s for one gene.
-pub const ANCHOR_FACTOR: f64 = 4.0;
-
-/// Without SIMD, up to this many samples the naive loop beats scalar VSE
-/// (n = 57: naive 1.57e6 pairs/s, scalar VSE 1.30e6; n = 128: 0.34e6 vs 0.51e6).
-pub const NAIVE_MAX_SAMPLES: usize = 64;
-
-impl KernelChoice {
-    /// Resolves `auto` to a concrete kernel for `genes` genes of `samples`
-    /// values on instruction set `isa`: the bit-plane kernel while n is
-    /// below its crossover, its planes fit in `memory_limit` bytes and the
-    /// query computes enough pairs to repay building them (`anchors`: the
-    /// number of genes a gene-targeted query's pairs must touch, see
-    /// [`ANCHOR_FACTOR`]), else VSE (or, without SIMD and for tiny n, the
-    /// naive loop). GSE is never the fastest; it stays as the portable
-    /// reference.
-    pub fn resolve(
-        self,
-        genes: usize,
-        samples: usize,
-        memory_limit: u64,
-        isa: Isa,
-        anchors: Option<usize>,
-    ) -> KernelKind {
-        let n = samples as f64;
-        let few_pairs = anchors.is_some_and(|k| (k as f64) * n.log2() < ANCHOR_FACTOR * n);
-        match self {
-            KernelChoice::Naive => KernelKind::Naive,
-            KernelChoice::Gse => KernelKind::Gse,
-            KernelChoice::Vse => KernelKind::Vse,
-            KernelChoice::Bitset => KernelKind::Bitset,
-            KernelChoice::Zero => KernelKind::Zero,
-            KernelChoice::Auto
-                if samples <= bitset_max_samples(isa)
-                    && bitset::plane_bytes(genes, samples) <= memory_limit
-                    && !few_pairs =>
-            {
-                KernelKind::Bitset
-            }
-            KernelChoice::Auto if isa == Isa::Scalar && samples <= NAIVE_MAX_SAMPLES => {
-                KernelKind::Naive
-            }
-            KernelChoice::Auto => KernelKind::Vse,
-        }
-    }
-}
-
-impl fmt::Display for Variant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Variant::A => "a",
-            Variant::B => "b",
-            Variant::C => "c",
-        })
-    }
-}
-
-impl FromStr for Variant {
-    type Err = DataFusionError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "a" | "tau_a" | "tau-a" => Ok(Variant::A),
-            "b" | "tau_b" | "tau-b" => Ok(Variant::B),
-            "c" | "tau_c" | "tau-c" => Ok(Variant::C),
-            other => Err(DataFusionError::Configuration(format!(
-                "kendall.variant must be 'a', 'b' or 'c', got '{other}'"
-            ))),
-        }
-    }
-}
-
-impl fmt::Display for KernelChoice {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            KernelChoice::Auto => "auto",
-            KernelChoice::Naive => "naive",
-            KernelChoice::Gse => "gse",
-            KernelChoice::Vse => "vse",
-            KernelChoice::Bitset => "bitset",
-            KernelChoice::Zero => "zero",
-        })
-    }
-}
-
-impl FromStr for KernelChoice {
-    type Err = DataFusionError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(KernelChoice::Auto),
-            "naive" => Ok(KernelChoice::Naive),
-            "gse" => Ok(KernelChoice::Gse),
-            "vse" => Ok(KernelChoice::Vse),
-            "bitset" => Ok(KernelChoice::Bitset),
-            "zero" => Ok(KernelChoice::Zero),
-            other => Err(DataFusionError::Configuration(format!(
-                "kendall.kernel must be one of 'auto', 'naive', 'gse', 'vse', 'bitset', 'zero', got '{other}'"
-            ))),
-        }
+    /// The kernel `name` (as `Display` writes it) stands for.
+    pub fn named(name: &str) -> Option<KernelKind> {
+        Self::ALL.into_iter().find(|k| k.to_string() == name)
     }
 }
 
@@ -215,10 +108,6 @@ impl fmt::Display for KernelKind {
         })
     }
 }
-
-enum_config_field!(Variant);
-enum_config_field!(KernelChoice);
-enum_config_field!(isa::SimdChoice);
 
 /// Number of sample pairs, `n0 = n(n-1)/2`.
 pub fn pair_count(samples: usize) -> u64 {

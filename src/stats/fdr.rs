@@ -39,61 +39,33 @@
 //! with p at most the Benjamini–Hochberg cut-off.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::str::FromStr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use datafusion::error::{DataFusionError, Result};
 use rayon::prelude::*;
 
+use super::pvalue::PValues;
 use crate::input::{PairStats, RankedMatrix};
 use crate::kernel::bitset::BitPlanes;
 use crate::kernel::isa::Isa;
-use crate::kernel::pvalue::PValues;
 use crate::kernel::{KernelKind, PairKernel, PairNumerator};
 use crate::memory::Reservation;
 use crate::work::{MAX_BLOCK_PAIRS, WorkSplit};
 
-/// Name of the q-value column.
-pub const Q_VALUE: &str = "q_value";
-
-/// The multiple-testing adjustment of `q_value` (`SET kendall.fdr = ...`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FdrMethod {
-    /// Benjamini–Hochberg: FDR control for independent or positively
-    /// dependent tests.
-    #[default]
-    Bh,
-    /// Benjamini–Yekutieli: FDR control under any dependence (BH times
-    /// `Σ_{i≤M} 1/i`).
-    By,
-}
-
-impl fmt::Display for FdrMethod {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            FdrMethod::Bh => "bh",
-            FdrMethod::By => "by",
-        })
+crate::option_enum::option_enum! {
+    /// The multiple-testing adjustment of `q_value` (`SET kendall.fdr = ...`).
+    pub enum FdrMethod: "kendall.fdr" {
+        /// Benjamini–Hochberg: FDR control for independent or positively
+        /// dependent tests.
+        #[default]
+        Bh = "bh",
+        /// Benjamini–Yekutieli: FDR control under any dependence (BH times
+        /// `Σ_{i≤M} 1/i`).
+        By = "by",
     }
 }
-
-impl FromStr for FdrMethod {
-    type Err = DataFusionError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "bh" => Ok(FdrMethod::Bh),
-            "by" => Ok(FdrMethod::By),
-            other => Err(DataFusionError::Configuration(format!(
-                "kendall.fdr must be 'bh' (Benjamini-Hochberg) or 'by' (Benjamini-Yekutieli), got '{other}'"
-            ))),
-        }
-    }
-}
-
-enum_config_field!(FdrMethod);
 
 /// A cheap hasher for small keys of whole words (the multiply-rotate of
 /// rustc's FxHash): cells are looked up once per pair.
@@ -567,10 +539,9 @@ impl CountingPass<'_> {
                         break;
                     };
                     if stopped() {
-                        return Err(DataFusionError::Execution(format!(
-                            "{}: input load stopped: the query was cancelled",
-                            crate::FUNCTION_NAME
-                        )));
+                        return Err(DataFusionError::Execution(
+                            "input load stopped: the query was cancelled".to_string(),
+                        ));
                     }
                     pending.clear();
                     kernel.block(m, &cursor.rows()[rows], cols, &mut pending);
@@ -821,7 +792,7 @@ mod tests {
     fn cells_give_scipys_q_values() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
-        let pvalues = PValues::new(crate::kernel::pvalue::PValueMethod::Auto, 400);
+        let pvalues = PValues::new(super::super::pvalue::PValueMethod::Auto, 400);
         // No gene classes: every context hashed (the classed path is the
         // one of the SQL tests on complete data).
         let contexts = ContextIndex {

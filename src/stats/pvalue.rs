@@ -9,54 +9,25 @@
 //! `auto` follows scipy: exact when neither gene has ties and n ≤ 33 or
 //! c ≤ 1, else asymptotic.
 
-use std::fmt;
-use std::str::FromStr;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use datafusion::error::{DataFusionError, Result};
-
-use super::{GeneTies, pair_count};
 use crate::input::VarianceTerms;
+use crate::kernel::{GeneTies, pair_count};
 
-/// How p-values are computed (`SET kendall.pvalue = ...`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum PValueMethod {
-    /// scipy's rule: exact for small n without ties, else asymptotic.
-    #[default]
-    Auto,
-    /// The normal approximation with the tie-corrected variance.
-    Asymptotic,
-    /// The exact permutation distribution; NaN for pairs with ties (scipy
-    /// refuses them).
-    Exact,
-}
-
-impl fmt::Display for PValueMethod {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            PValueMethod::Auto => "auto",
-            PValueMethod::Asymptotic => "asymptotic",
-            PValueMethod::Exact => "exact",
-        })
+crate::option_enum::option_enum! {
+    /// How p-values are computed (`SET kendall.pvalue = ...`).
+    pub enum PValueMethod: "kendall.pvalue" {
+        /// scipy's rule: exact for small n without ties, else asymptotic.
+        #[default]
+        Auto = "auto",
+        /// The normal approximation with the tie-corrected variance.
+        Asymptotic = "asymptotic",
+        /// The exact permutation distribution; NaN for pairs with ties (scipy
+        /// refuses them).
+        Exact = "exact",
     }
 }
-
-impl FromStr for PValueMethod {
-    type Err = DataFusionError;
-    fn from_str(s: &str) -> Result<Self> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "auto" => Ok(PValueMethod::Auto),
-            "asymptotic" => Ok(PValueMethod::Asymptotic),
-            "exact" => Ok(PValueMethod::Exact),
-            other => Err(DataFusionError::Configuration(format!(
-                "kendall.pvalue must be one of 'auto', 'asymptotic', 'exact', got '{other}'"
-            ))),
-        }
-    }
-}
-
-enum_config_field!(PValueMethod);
 
 /// Largest n for which `auto` uses the exact distribution (scipy's rule).
 const AUTO_EXACT_MAX_SAMPLES: usize = 33;

@@ -1,14 +1,15 @@
-//! `kendall_top_partners(source, k [, column names])`: each gene's `k`
-//! strongest partners by |tau|.
+//! The state behind `kendall_top_partners(source, k [, column names])`:
+//! each gene's `k` strongest partners by |tau|.
 //!
-//! The same [`KendallExec`] computes the pairs, in its top-partners mode
-//! ([`ScanConfig::top_k`]): instead of turning pairs into rows, each
-//! partition feeds every pair's tau into a bounded per-gene [`TopPartners`]
-//! state (gene indices and numbers, no strings), offering the pair to both
-//! of its genes. When a partition's pairs are all computed it merges its
-//! state into the query's [`TopCollector`]; the last partition to finish
-//! takes the merged state and emits the rows. Memory: at most
-//! `m · min(k, m − 1)` entries of 24 bytes per partition.
+//! The same [`KendallExec`](super::KendallExec) computes the pairs, in its
+//! top-partners mode ([`ScanConfig::top_k`](super::ScanConfig::top_k)):
+//! instead of turning pairs into rows, each partition feeds every pair's tau
+//! into a bounded per-gene [`TopPartners`] state (gene indices and numbers,
+//! no strings), offering the pair to both of its genes. When a partition's
+//! pairs are all computed it merges its state into the query's
+//! [`TopCollector`]; the last partition to finish takes the merged state and
+//! emits the rows. Memory: at most `m · min(k, m − 1)` entries of 24 bytes
+//! per partition.
 //!
 //! Order of partners (the rank): larger |tau| first, then the partner that
 //! comes first in the input. This is a strict total order over a gene's
@@ -21,174 +22,15 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 use std::sync::{Arc, Mutex};
 
-use async_trait::async_trait;
 use datafusion::arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray, UInt32Array};
 use datafusion::arrow::compute::take;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
-use datafusion::catalog::{Session, TableFunctionArgs, TableFunctionImpl, TableProvider};
-use datafusion::common::ScalarValue;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::{Expr, TableType};
-use datafusion::physical_plan::ExecutionPlan;
 
-use crate::exec::{KendallExec, ScanConfig};
 use crate::input::RankedMatrix;
-use crate::kernel::pvalue::PValues;
-use crate::table::{guard_panics, plan_scan};
-use crate::udtf::string_arg;
-
-/// The SQL name of the table function.
-pub const TOP_PARTNERS_NAME: &str = "kendall_top_partners";
-
-/// Index of `p_value` in [`top_partners_schema`].
-pub(crate) const P_VALUE_COLUMN: usize = 4;
-
-/// Index of `n` in [`top_partners_schema`].
-pub(crate) const N_COLUMN: usize = 5;
-
-/// The output schema of `kendall_top_partners`: `gene`, `partner`
-/// (non-null strings), `tau` (Float64), `rank` (Int64, 1 for the strongest
-/// partner), `p_value` (Float64) and `n` (Int64, the samples the pair
-/// shares). `p_value` and `n` are computed only when a query reads them.
-pub fn top_partners_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("gene", DataType::Utf8, false),
-        Field::new("partner", DataType::Utf8, false),
-        Field::new("tau", DataType::Float64, false),
-        Field::new("rank", DataType::Int64, false),
-        Field::new("p_value", DataType::Float64, true),
-        Field::new("n", DataType::Int64, false),
-    ]))
-}
-
-/// The table function `kendall_top_partners(source, k [, column names])`:
-/// one row per (gene, partner) for each gene's `k` largest |tau|.
-///
-/// `source` and the column names are as for
-/// [`KendallAllPairs`](crate::KendallAllPairs), and so are all `kendall.*`
-/// options; `k` is a positive integer literal.
-///
-/// ```sql
-/// SELECT * FROM kendall_top_partners('data/demo_expression.parquet', 10);
-/// ```
-#[derive(Debug, Default, Clone, Copy)]
-pub struct KendallTopPartners;
-
-impl TableFunctionImpl for KendallTopPartners {
-    fn call_with_args(&self, args: TableFunctionArgs) -> Result<Arc<dyn TableProvider>> {
-        let exprs = args.exprs();
-        if exprs.len() < 2 || exprs.len() > 5 {
-            return Err(usage(format!("got {} arguments", exprs.len())));
-        }
-        let source = string_arg(&exprs[0], "the source", usage)?;
-        let k = k_arg(&exprs[1])?;
-        let names = exprs[2..]
-            .iter()
-            .map(|e| string_arg(e, "a column name", usage))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Arc::new(TopPartnersTable::new(source, k, names)))
-    }
-}
-
-fn usage(problem: String) -> DataFusionError {
-    DataFusionError::Plan(format!(
-        "{TOP_PARTNERS_NAME}(source, k [, column names]) takes the source (a string: a table, \
-         view, file, directory or URL), k (a positive integer), then the column names as for \
-         kendall_all_pairs: {problem}"
-    ))
-}
-
-/// `k`: a positive integer literal (a negated literal is an error too).
-fn k_arg(expr: &Expr) -> Result<usize> {
-    let bad = |what: String| Err(usage(format!("k must be a positive integer, got {what}")));
-    let value = match expr {
-        Expr::Literal(value, _) => value,
-        Expr::Negative(inner) => return bad(format!("-{inner}")),
-        other => return bad(format!("the expression {other}")),
-    };
-    if value.is_null() {
-        return bad("NULL".to_string());
-    }
-    let k = match value {
-        ScalarValue::Int8(Some(v)) => i64::from(*v),
-        ScalarValue::Int16(Some(v)) => i64::from(*v),
-        ScalarValue::Int32(Some(v)) => i64::from(*v),
-        ScalarValue::Int64(Some(v)) => *v,
-        ScalarValue::UInt8(Some(v)) => i64::from(*v),
-        ScalarValue::UInt16(Some(v)) => i64::from(*v),
-        ScalarValue::UInt32(Some(v)) => i64::from(*v),
-        ScalarValue::UInt64(Some(v)) => i64::try_from(*v).unwrap_or(i64::MAX),
-        other => return bad(format!("{} {other}", other.data_type())),
-    };
-    if k < 1 {
-        return bad(k.to_string());
-    }
-    Ok(usize::try_from(k).unwrap_or(usize::MAX))
-}
-
-/// The table a `kendall_top_partners(...)` call stands for.
-#[derive(Debug)]
-pub struct TopPartnersTable {
-    pub(crate) source: String,
-    pub(crate) k: usize,
-    pub(crate) names: Vec<String>,
-    schema: SchemaRef,
-}
-
-impl TopPartnersTable {
-    /// The `k` strongest partners of each gene of `source`, its columns
-    /// named by `names`.
-    pub(crate) fn new(source: String, k: usize, names: Vec<String>) -> Self {
-        Self {
-            source,
-            k,
-            names,
-            schema: top_partners_schema(),
-        }
-    }
-}
-
-#[async_trait]
-impl TableProvider for TopPartnersTable {
-    fn schema(&self) -> SchemaRef {
-        Arc::clone(&self.schema)
-    }
-
-    fn table_type(&self) -> TableType {
-        TableType::Temporary
-    }
-
-    async fn scan(
-        &self,
-        state: &dyn Session,
-        projection: Option<&Vec<usize>>,
-        _filters: &[Expr],
-        _limit: Option<usize>,
-    ) -> Result<Arc<dyn ExecutionPlan>> {
-        // No filter is pushed down (a filter on tau would change which
-        // partners are the top k), nor a limit (rows come at the end).
-        let planned = guard_panics(
-            TOP_PARTNERS_NAME,
-            &self.source,
-            plan_scan(state, &self.source, &self.names, &[], None),
-        )
-        .await?;
-        let config = ScanConfig {
-            top_k: Some(self.k),
-            ..planned.config
-        };
-        let projection = projection
-            .cloned()
-            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
-        Ok(Arc::new(KendallExec::try_new(
-            planned.spec,
-            planned.input,
-            config,
-            projection,
-        )?))
-    }
-}
+use crate::schema::{TOP_PARTNERS, top_column};
+use crate::stats::pvalue::PValues;
 
 /// One kept partner of a gene.
 #[derive(Debug, Clone, Copy)]
@@ -373,19 +215,19 @@ impl TopRows {
         let mut columns: Vec<ArrayRef> = Vec::with_capacity(cx.projection.len());
         for &c in cx.projection {
             columns.push(match c {
-                0 => take(
+                top_column::GENE => take(
                     cx.genes,
                     &UInt32Array::from(self.gene[range.clone()].to_vec()),
                     None,
                 )?,
-                1 => take(
+                top_column::PARTNER => take(
                     cx.genes,
                     &UInt32Array::from(self.partner[range.clone()].to_vec()),
                     None,
                 )?,
-                2 => Arc::new(Float64Array::from(self.tau[range.clone()].to_vec())),
-                3 => Arc::new(Int64Array::from(self.rank[range.clone()].to_vec())),
-                P_VALUE_COLUMN => {
+                top_column::TAU => Arc::new(Float64Array::from(self.tau[range.clone()].to_vec())),
+                top_column::RANK => Arc::new(Int64Array::from(self.rank[range.clone()].to_vec())),
+                top_column::P_VALUE => {
                     Arc::new(Float64Array::from_iter_values(range.clone().map(|r| {
                         let st = stats(r);
                         cx.pvalues.map_or(f64::NAN, |pv| {
@@ -398,12 +240,12 @@ impl TopRows {
                         })
                     })))
                 }
-                N_COLUMN => Arc::new(Int64Array::from_iter_values(
+                top_column::N => Arc::new(Int64Array::from_iter_values(
                     range.clone().map(|r| stats(r).n as i64),
                 )),
                 other => {
                     return Err(DataFusionError::Internal(format!(
-                        "{TOP_PARTNERS_NAME} has no column {other}"
+                        "{TOP_PARTNERS} has no column {other}"
                     )));
                 }
             });

@@ -1,0 +1,98 @@
+//! [`ScanConfig`]: what a scan computes, fixed when the query is planned.
+
+use std::sync::Arc;
+
+use datafusion::logical_expr::Expr;
+
+use crate::filter::TauPredicate;
+use crate::gene_filter::GenePredicate;
+use crate::kernel::Variant;
+use crate::kernel::decision::{Decision, KernelPlan};
+use crate::schema::{self, GeneIds};
+use crate::stats::fdr::FdrMethod;
+use crate::stats::pvalue::PValueMethod;
+
+/// What a scan computes, fixed at planning time.
+#[derive(Debug, Clone)]
+pub struct ScanConfig {
+    /// The table function the query called (errors are named after it).
+    pub function: &'static str,
+    /// tau-a, tau-b or tau-c.
+    pub variant: Variant,
+    /// Pairs sharing fewer samples than this get NULL tau and p-value.
+    pub min_periods: usize,
+    /// How the kernel is chosen (resolved once the input is loaded).
+    pub kernel: KernelPlan,
+    /// The kernel as decided at planning time, when the shape of the input
+    /// was known then (shown by `EXPLAIN`).
+    pub planned_kernel: Option<Decision>,
+    /// How p-values are computed (when a query reads them).
+    pub pvalue: PValueMethod,
+    /// How q-values adjust them (when a query reads them).
+    pub fdr: FdrMethod,
+    /// Tile edge in genes.
+    pub tile_size: usize,
+    /// Number of output partitions.
+    pub partitions: usize,
+    /// Maximum rows per batch.
+    pub batch_size: usize,
+    /// Pushed-down filter on tau, applied exactly.
+    pub predicate: Option<Arc<TauPredicate>>,
+    /// Pushed-down filter on the gene columns, applied exactly; when it
+    /// bounds the genes a pair must touch, only those pairs are computed.
+    pub gene_predicate: Option<Arc<GenePredicate>>,
+    /// Rows any single partition needs to produce at most.
+    pub limit: Option<usize>,
+    /// `kendall_top_partners`: each gene's `k` strongest partners instead
+    /// of every pair (see [`crate::top_partners`]).
+    pub top_k: Option<usize>,
+    /// How the gene columns are typed.
+    pub gene_ids: GeneIds,
+    /// The pushed-down filters `predicate` and `gene_predicate` were made
+    /// from, as the query wrote them (what a plan shipped to another
+    /// process carries, see [`crate::ballista`]).
+    pub filters: Vec<Expr>,
+    /// Planned for a Ballista cluster, where each partition runs in a task
+    /// of its own: modes that merge state across partitions (top partners,
+    /// q-values) then run as one partition.
+    pub cluster: bool,
+}
+
+impl ScanConfig {
+    /// Whether a scan producing the columns `projection` reads `q_value`
+    /// (projected or filtered on).
+    pub(crate) fn reads_q_value(&self, projection: &[usize]) -> bool {
+        self.top_k.is_none()
+            && (projection.contains(&schema::pair_column::Q_VALUE)
+                || self.predicate.as_ref().is_some_and(|p| p.reads_q_value()))
+    }
+
+    /// Whether a scan producing the columns `projection` reads `p_value`
+    /// (projected or filtered on), or `q_value` (adjusted p-values).
+    pub(crate) fn reads_p_value(&self, projection: &[usize]) -> bool {
+        if self.reads_q_value(projection) {
+            return true;
+        }
+        let column = match self.top_k {
+            Some(_) => schema::top_column::P_VALUE,
+            None => schema::pair_column::P_VALUE,
+        };
+        projection.contains(&column) || self.predicate.as_ref().is_some_and(|p| p.reads_p_value())
+    }
+
+    /// Whether a scan producing the columns `projection` reads `n`.
+    pub(crate) fn reads_n(&self, projection: &[usize]) -> bool {
+        projection.contains(&match self.top_k {
+            Some(_) => schema::top_column::N,
+            None => schema::pair_column::N,
+        })
+    }
+
+    /// The full output schema of the scan (before projection).
+    pub(crate) fn output_schema(&self) -> datafusion::arrow::datatypes::SchemaRef {
+        match self.top_k {
+            Some(_) => schema::top_partners_schema(),
+            None => schema::pair_schema(self.gene_ids),
+        }
+    }
+}

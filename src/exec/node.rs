@@ -1,0 +1,445 @@
+//! [`KendallExec`], the plan node of every Kendall table function: its
+//! properties, how `EXPLAIN` shows it, and how a partition runs (the load
+//! shared by all partitions, then the partition's [`PairStream`]).
+
+use std::fmt;
+use std::sync::Arc;
+
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::coop::make_cooperative;
+use datafusion::physical_plan::execution_plan::{
+    Boundedness, ChildrenPropertiesMode, EmissionType, ReplaceChildrenOptions, SchedulingType,
+    reset_plan_states,
+};
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
+use futures::TryStreamExt;
+
+use super::ScanConfig;
+use super::prepare::{Prepared, prepare};
+use super::progress::{LiveScan, Progress, live_scans};
+use super::slices::{partition_slices, slice_of};
+use super::stream::{PairStream, StreamMetrics};
+use crate::error::in_function;
+use crate::input::{InputBatches, InputSpec};
+use crate::kernel::KernelKind;
+use crate::load::SharedLoad;
+use crate::memory::QueryMemory;
+
+/// The execution plan node of `kendall_all_pairs`.
+#[derive(Debug)]
+pub struct KendallExec {
+    spec: Arc<InputSpec>,
+    /// The source's scan: read once per query, by the load.
+    input: Arc<dyn ExecutionPlan>,
+    /// `kendall_cross_pairs`: the right source and its scan (its genes
+    /// pair with every gene of `input`, and with no other).
+    right: Option<(Arc<InputSpec>, Arc<dyn ExecutionPlan>)>,
+    config: ScanConfig,
+    projection: Vec<usize>,
+    /// On a cluster, the only child: partition `p` of this in-memory scan
+    /// holds the number of the tile range this plan's partition `p` computes
+    /// (see [`partition_slices`]).
+    slices: Option<Arc<dyn ExecutionPlan>>,
+    /// Loaded by the first partition, shared by all, released by the last
+    /// (see [`SharedLoad`]).
+    prepared: Arc<SharedLoad<Prepared>>,
+    /// Pairs the scan computes, once known.
+    total_pairs: Arc<std::sync::OnceLock<u64>>,
+    metrics: ExecutionPlanMetricsSet,
+    properties: Arc<PlanProperties>,
+}
+
+impl KendallExec {
+    /// A plan over the source scanned by `input` (whose columns `spec`
+    /// describes) producing the columns `projection` of the output schema
+    /// (indices; may be empty, e.g. for `count(*)`).
+    pub fn try_new(
+        spec: Arc<InputSpec>,
+        input: Arc<dyn ExecutionPlan>,
+        mut config: ScanConfig,
+        projection: Vec<usize>,
+    ) -> Result<Self> {
+        // On a cluster every partition is a task of its own, in its own
+        // copy of the plan: state merged across partitions (the top-partners
+        // collector) would never be whole, and each task would repeat the
+        // q-values' counting pass over all pairs. One partition does it once.
+        if config.cluster && (config.top_k.is_some() || config.reads_q_value(&projection)) {
+            config.partitions = 1;
+        }
+        let schema = Arc::new(config.output_schema().project(&projection)?);
+        let slices = match config.cluster {
+            true => Some(partition_slices(0..config.partitions)?),
+            false => None,
+        };
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(schema),
+            Partitioning::UnknownPartitioning(config.partitions),
+            match config.top_k {
+                Some(_) => EmissionType::Final,
+                None => EmissionType::Incremental,
+            },
+            Boundedness::Bounded,
+        )
+        .with_scheduling_type(SchedulingType::Cooperative);
+        let metrics = ExecutionPlanMetricsSet::new();
+        let prepared = SharedLoad::new(
+            config.partitions,
+            MetricBuilder::new(&metrics).global_counter("input_loads"),
+            MetricBuilder::new(&metrics).global_counter("input_loads_stopped"),
+        );
+        let total_pairs = Arc::new(std::sync::OnceLock::new());
+        live_scans().push(LiveScan {
+            total: Arc::downgrade(&total_pairs),
+            metrics: metrics.clone(),
+            what: spec.what.clone(),
+        });
+        Ok(Self {
+            spec,
+            input,
+            right: None,
+            config,
+            projection,
+            slices,
+            prepared: Arc::new(prepared),
+            total_pairs,
+            metrics,
+            properties: Arc::new(properties),
+        })
+    }
+
+    /// The plan of `kendall_cross_pairs`: every gene of this plan's source
+    /// with every gene of `right` (whose columns `spec` describes), on the
+    /// samples both have (matched by name).
+    pub fn with_right(mut self, spec: Arc<InputSpec>, right: Arc<dyn ExecutionPlan>) -> Self {
+        self.right = Some((spec, right));
+        self
+    }
+
+    /// This plan on a cluster task's share of the tile ranges: `slices`
+    /// (see [`partition_slices`]), restricted by Ballista to the task's
+    /// partitions, replaces the child, and the plan's partitions are its.
+    pub fn with_slices(mut self, slices: Arc<dyn ExecutionPlan>) -> Self {
+        let count = slices.properties().output_partitioning().partition_count();
+        let mut properties = (*self.properties).clone();
+        properties.partitioning = Partitioning::UnknownPartitioning(count);
+        self.properties = Arc::new(properties);
+        self.slices = Some(slices);
+        self
+    }
+
+    /// The scan settings.
+    pub fn config(&self) -> &ScanConfig {
+        &self.config
+    }
+
+    /// The source's columns and layout.
+    pub fn spec(&self) -> &Arc<InputSpec> {
+        &self.spec
+    }
+
+    /// `kendall_cross_pairs`: the right source's columns and layout.
+    pub fn right_spec(&self) -> Option<&Arc<InputSpec>> {
+        self.right.as_ref().map(|(spec, _)| spec)
+    }
+
+    /// The columns of the output schema this plan produces (indices).
+    pub fn projection(&self) -> &[usize] {
+        &self.projection
+    }
+
+    /// The scans of the source (and of the right source of
+    /// `kendall_cross_pairs`): the children, except on a cluster.
+    pub fn inputs(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        let mut inputs = vec![&self.input];
+        inputs.extend(self.right.as_ref().map(|(_, plan)| plan));
+        inputs
+    }
+
+    /// How far this scan has come: pairs computed so far over all
+    /// partitions, and the pairs it will compute once the input is loaded
+    /// (`None` before). Cheap; safe to call while the query runs.
+    pub fn progress(&self) -> Progress {
+        let done = self
+            .metrics
+            .clone_inner()
+            .sum_by_name("pairs_computed")
+            .map_or(0, |m| m.as_usize() as u64);
+        let total = self.total_pairs.get().copied();
+        Progress { done, total }
+    }
+
+    /// Whether the query reads `q_value` (projected or filtered on).
+    fn wants_q_value(&self) -> bool {
+        self.config.reads_q_value(&self.projection)
+    }
+
+    /// Whether the query reads `p_value` (projected or filtered on), or
+    /// `q_value` (adjusted p-values).
+    fn wants_p_value(&self) -> bool {
+        self.config.reads_p_value(&self.projection)
+    }
+}
+
+impl DisplayAs for KendallExec {
+    fn fmt_as(&self, t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        let c = &self.config;
+        let sep = match t {
+            DisplayFormatType::TreeRender => "\n",
+            _ => ", ",
+        };
+        let eq = "=";
+        if !matches!(t, DisplayFormatType::TreeRender) {
+            write!(f, "KendallExec: ")?;
+        }
+        let known = |x: Option<usize>| x.map_or("?".to_string(), |x| x.to_string());
+        // kendall_cross_pairs: both sources, their genes; the shared
+        // samples are known once both are read.
+        let (what, genes, samples) = match &self.right {
+            Some((right, _)) => (
+                format!("{} x {}", self.spec.what, right.what),
+                format!("{} x {}", known(self.spec.genes), known(right.genes)),
+                "?".to_string(),
+            ),
+            None => (
+                self.spec.what.clone(),
+                known(self.spec.genes),
+                known(self.spec.samples),
+            ),
+        };
+        write!(
+            f,
+            "source{eq}{what}{sep}genes{eq}{genes}{sep}samples{eq}{samples}{sep}partitions{eq}{}{sep}tile_size{eq}{}",
+            c.partitions, c.tile_size,
+        )?;
+        match c.planned_kernel {
+            Some(decision) => {
+                write!(f, "{sep}kernel{eq}{decision}")?;
+                if matches!(decision.kind, KernelKind::Vse | KernelKind::Bitset) {
+                    write!(f, "{sep}simd{eq}{}", c.kernel.isa)?;
+                }
+            }
+            // Chosen for the shape of the data once it is read.
+            None => write!(f, "{sep}kernel{eq}{} (when loaded)", c.kernel.choice)?,
+        }
+        write!(f, "{sep}variant{eq}{}", c.variant)?;
+        if let Some(k) = c.top_k {
+            write!(f, "{sep}top_k{eq}{k}")?;
+        }
+        if c.min_periods != 1 {
+            write!(f, "{sep}min_periods{eq}{}", c.min_periods)?;
+        }
+        if let Some(p) = &c.predicate {
+            write!(f, "{sep}filter{eq}{p}")?;
+        }
+        if self.wants_q_value() {
+            write!(f, "{sep}q_value{eq}{} over all pairs", c.fdr)?;
+        }
+        if let Some(p) = &c.gene_predicate {
+            write!(f, "{sep}gene_filter{eq}{p}")?;
+            // Cross pairs walk their rectangle, gene filter or not.
+            if p.anchors().is_some() && self.right.is_none() {
+                write!(f, "{sep}pairs{eq}touching")?;
+            }
+        }
+        if let Some(l) = c.limit {
+            write!(f, "{sep}limit{eq}{l}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for KendallExec {
+    fn name(&self) -> &str {
+        "KendallExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        // On a cluster the input scans are not children: Ballista packs a
+        // stage whose single-child chain reaches a one-partition node (our
+        // input, one file) into a single task, which would put every tile
+        // range on one executor. Each task reads the input itself anyway;
+        // the codec carries the scans inside the node's bytes. The child is
+        // the partition slices instead (see [`partition_slices`]).
+        match &self.slices {
+            Some(slices) => vec![slices],
+            None => self.inputs(),
+        }
+    }
+
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        // The input is read once, partition after partition: splitting it
+        // further gains nothing (and must not reorder the genes).
+        vec![false; self.children().len()]
+    }
+
+    fn maintains_input_order(&self) -> Vec<bool> {
+        vec![false; self.children().len()]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn replace_children(
+        self: Arc<Self>,
+        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        _options: ReplaceChildrenOptions,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if self.slices.is_some() {
+            let [slices] = <[_; 1]>::try_from(children).map_err(|c| {
+                DataFusionError::Internal(format!(
+                    "KendallExec on a cluster takes 1 child (its partition slices), got {}",
+                    c.len()
+                ))
+            })?;
+            let exec = KendallExec::try_new(
+                Arc::clone(&self.spec),
+                Arc::clone(&self.input),
+                self.config.clone(),
+                self.projection.clone(),
+            )?;
+            let exec = match &self.right {
+                Some((spec, plan)) => exec.with_right(Arc::clone(spec), Arc::clone(plan)),
+                None => exec,
+            };
+            return Ok(Arc::new(exec.with_slices(slices)));
+        }
+        let wanted = self.children().len();
+        if children.len() != wanted {
+            return Err(DataFusionError::Internal(format!(
+                "KendallExec takes {wanted} children (its inputs), got {}",
+                children.len()
+            )));
+        }
+        let right = (wanted == 2).then(|| children.pop()).flatten();
+        let input = children.pop().expect("checked above");
+        let exec = KendallExec::try_new(
+            Arc::clone(&self.spec),
+            input,
+            self.config.clone(),
+            self.projection.clone(),
+        )?;
+        Ok(Arc::new(match (right, &self.right) {
+            (Some(plan), Some((spec, _))) => exec.with_right(Arc::clone(spec), plan),
+            _ => exec,
+        }))
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.replace_children(
+            children,
+            ReplaceChildrenOptions::new(ChildrenPropertiesMode::Recompute),
+        )
+    }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let partitions = self.properties.output_partitioning().partition_count();
+        if partition >= partitions {
+            return Err(DataFusionError::Internal(format!(
+                "KendallExec has {partitions} partitions, asked for partition {partition}"
+            )));
+        }
+        let slices = self.slices.clone();
+        let schema = self.schema();
+        let load = Arc::clone(&self.prepared);
+        // Counted from now until the input is there: a stream dropped
+        // before (even unpolled) lets a load nobody wants stop.
+        let interest = load.interest();
+        let spec = Arc::clone(&self.spec);
+        let config = self.config.clone();
+        let projection = self.projection.clone();
+        let wants = (self.wants_p_value(), self.wants_q_value());
+        let function = self.config.function;
+        let memory = QueryMemory::new(Arc::clone(context.memory_pool()), function, &self.spec.what);
+        let input = Arc::clone(&self.input);
+        let right = self.right.clone();
+        let total_pairs = Arc::clone(&self.total_pairs);
+        let metrics = StreamMetrics::new(&self.metrics, partition);
+        let stream_schema = Arc::clone(&schema);
+        let start = async move {
+            // The tile range: the partition, or on a cluster what the
+            // task's slice of the partitions says.
+            let partition = match &slices {
+                Some(slices) => slice_of(slices, partition, Arc::clone(&context)).await?,
+                None => partition,
+            };
+            let prepared = load
+                .get(&interest, || {
+                    let (spec, config) = (Arc::clone(&spec), config.clone());
+                    let (memory, total_pairs) = (memory.clone(), Arc::clone(&total_pairs));
+                    let (input, context) = (Arc::clone(&input), Arc::clone(&context));
+                    let right = right.clone();
+                    move || {
+                        // A fresh copy of the scan each load: file scans keep
+                        // per-execution state (a shared queue of files).
+                        let input = reset_plan_states(input)?;
+                        let batches = InputBatches::new(input, Arc::clone(&context), &spec.what)?;
+                        let right = match &right {
+                            Some((right_spec, plan)) => {
+                                let plan = reset_plan_states(Arc::clone(plan))?;
+                                let batches = InputBatches::new(plan, context, &right_spec.what)?;
+                                Some((right_spec.as_ref(), batches))
+                            }
+                            None => None,
+                        };
+                        let prepared = prepare(&spec, batches, right, &config, wants, &memory)?;
+                        let _ = total_pairs.set(prepared.work.total_pairs());
+                        Ok(prepared)
+                    }
+                })
+                .await?;
+            drop(interest);
+            // Partitions that waited for the load are woken by the one that
+            // did it, onto its worker's LIFO slot, where no other worker can
+            // steal them: yield once so they spread over the runtime.
+            tokio::task::yield_now().await;
+            PairStream::try_new(
+                prepared,
+                partition,
+                &config,
+                projection,
+                stream_schema,
+                metrics,
+            )
+        };
+        // The scan stays in the live registry (its progress readable by
+        // source) while a stream of it runs, even once the plan is dropped:
+        // hosts such as datafusion-python's `execute_stream` keep only the
+        // streams.
+        let alive = Arc::clone(&self.total_pairs);
+        let stream =
+            futures::StreamExt::inspect(futures::stream::once(start).try_flatten(), move |_| {
+                let _ = &alive;
+            })
+            // Every error of the scan is named after the function the query called.
+            .map_err(move |e| in_function(function, e));
+        Ok(make_cooperative(Box::pin(RecordBatchStreamAdapter::new(
+            schema, stream,
+        ))))
+    }
+}

@@ -1,0 +1,169 @@
+//! The input of a query loaded, ranked and split into work, once; shared
+//! by all of the query's partitions ([`Prepared`]).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Array, StringArray};
+use datafusion::error::Result;
+
+use super::ScanConfig;
+use super::dictionary::GeneDictionary;
+use super::top_k::TopCollector;
+use crate::gene_filter::ResolvedGenes;
+use crate::input::{self, InputBatches, InputSpec, RankedMatrix};
+use crate::kernel::KernelKind;
+use crate::kernel::bitset::BitPlanes;
+use crate::load::checkpoint;
+use crate::memory::{QueryMemory, Reservation};
+use crate::schema::GeneIds;
+use crate::stats::fdr::{CountingPass, QValues};
+use crate::stats::pvalue::PValues;
+use crate::work::WorkSplit;
+
+/// The input after loading and ranking: shared by all partitions of a query.
+#[derive(Debug)]
+pub(super) struct Prepared {
+    pub(super) genes: StringArray,
+    /// The gene columns' dictionary, when they are dictionaries.
+    pub(super) dictionary: Option<GeneDictionary>,
+    /// The kernel, resolved for the loaded shape.
+    pub(super) kernel: KernelKind,
+    pub(super) matrix: RankedMatrix,
+    /// Bit-planes, for the bitset kernel only.
+    pub(super) planes: Option<Arc<BitPlanes>>,
+    /// The pairs to compute, split into partitions.
+    pub(super) work: WorkSplit,
+    /// The pushed-down gene filter over gene positions.
+    pub(super) gene_filter: Option<ResolvedGenes>,
+    /// p-value tables, when the query reads `p_value` or `q_value`.
+    pub(super) pvalues: Option<PValues>,
+    /// Every pair's q-value, when the query reads `q_value`.
+    pub(super) qvalues: Option<QValues>,
+    /// Where the partitions merge their top partners (top-partners mode).
+    pub(super) top: Option<TopCollector>,
+    /// Memory pool reservations of the ranks, of the planes and of the
+    /// q-values, released with them.
+    pub(super) _reserved: [Reservation; 3],
+}
+
+/// Reads, validates and ranks the input; splits the tiles into partitions.
+/// Values, ranks and planes are reserved in `memory` before they are built.
+/// Stops between stages (and between the batches it reads) when the query
+/// no longer wants it ([`checkpoint`]).
+pub(super) fn prepare(
+    spec: &InputSpec,
+    batches: InputBatches,
+    right: Option<(&InputSpec, InputBatches)>,
+    config: &ScanConfig,
+    (wants_p, wants_q): (bool, bool),
+    memory: &QueryMemory,
+) -> Result<Prepared> {
+    let loaded = input::load(spec, batches, memory)?;
+    checkpoint()?;
+    // kendall_cross_pairs: the right genes below the left ones, on the
+    // samples both have.
+    let (loaded, cross) = match right {
+        Some((right_spec, right_batches)) => {
+            let right = input::load(right_spec, right_batches, memory)?;
+            checkpoint()?;
+            let left_genes = loaded.genes.len();
+            let stacked = input::stack::stack(loaded, spec, right, right_spec, memory)?;
+            let right_genes = stacked.genes.len() - left_genes;
+            (stacked, Some((left_genes, right_genes)))
+        }
+        None => (loaded, None),
+    };
+    let gene_ids = loaded.genes.clone();
+    let genes = gene_ids.len();
+    // q-values take a pass over every pair, gene filters or not: the
+    // kernel is chosen for all of them.
+    let mut kernel_plan = config.kernel.clone();
+    if wants_q {
+        kernel_plan.anchors = None;
+    }
+    let decision = kernel_plan.for_shape(genes, loaded.samples)?;
+    let shape = format!("{genes} genes x {} samples", loaded.samples);
+    let mut ranks_memory = memory.reserve(&format!("ranks and sample orders ({shape})"), 0)?;
+    let matrix = RankedMatrix::try_build(
+        genes,
+        loaded.samples,
+        &loaded.values,
+        &loaded.residuals,
+        &mut ranks_memory,
+    )?;
+    // The values (and their reservation) are no longer needed once ranked.
+    drop(loaded);
+    checkpoint()?;
+    // `auto` switches to the zero-inflated kernel where the data is.
+    let kernel = kernel_plan.for_data(decision, &matrix);
+    let mut planes_memory = memory.reserve(&format!("bit-planes ({shape})"), 0)?;
+    let planes = if kernel == KernelKind::Bitset {
+        let bytes = crate::kernel::bitset::plane_bytes(genes, matrix.samples());
+        planes_memory.try_grow(usize::try_from(bytes).unwrap_or(usize::MAX))?;
+        Some(Arc::new(BitPlanes::try_build(&matrix)?))
+    } else {
+        None
+    };
+    checkpoint()?;
+    let positions = |names: &BTreeSet<String>| -> Vec<u32> {
+        let mut found: Vec<u32> = (0..genes)
+            .filter(|&g| names.contains(gene_ids.value(g)))
+            .map(|g| g as u32)
+            .collect();
+        found.sort_unstable();
+        found
+    };
+    let anchors = config.gene_predicate.as_ref().and_then(|p| p.anchors());
+    let work = match (cross, anchors) {
+        (Some((left, right)), _) => WorkSplit::cross(left, right, config.partitions),
+        (None, Some((anchor_i, anchor_j))) => WorkSplit::anchors(
+            genes,
+            &positions(&anchor_i),
+            &positions(&anchor_j),
+            config.partitions,
+        ),
+        (None, None) => WorkSplit::tiles(genes, config.tile_size, config.partitions),
+    };
+    let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
+    let pvalues = wants_p.then(|| PValues::new(config.pvalue, matrix.samples()));
+    let mut q_memory = memory.reserve("q-values", 0)?;
+    let qvalues = match (&pvalues, wants_q) {
+        (Some(pvalues), true) => {
+            let (contexts, counts) = CountingPass {
+                matrix: &matrix,
+                kernel,
+                isa: config.kernel.isa,
+                planes: planes.clone(),
+                min_periods: config.min_periods,
+                tile_size: config.tile_size,
+                cross,
+                stop: crate::load::stop_flag(),
+            }
+            .run(&mut q_memory)?;
+            checkpoint()?;
+            let q = QValues::try_new(contexts, counts, pvalues, config.fdr, &mut q_memory)?;
+            Some(q)
+        }
+        _ => None,
+    };
+    let top = config.top_k.map(|_| TopCollector::new(config.partitions));
+    checkpoint()?;
+    let dictionary = match config.gene_ids {
+        GeneIds::Dictionary => Some(GeneDictionary::new(&gene_ids)?),
+        GeneIds::String => None,
+    };
+    Ok(Prepared {
+        dictionary,
+        genes: gene_ids,
+        kernel,
+        matrix,
+        planes,
+        work,
+        gene_filter,
+        pvalues,
+        qvalues,
+        top,
+        _reserved: [ranks_memory, planes_memory, q_memory],
+    })
+}

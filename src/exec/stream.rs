@@ -1,0 +1,579 @@
+//! One partition's pairs turned into record batches ([`PairStream`]): the
+//! kernel computes a block of pair numerators, the loop turns them into
+//! rows (tau, and p-, q-values and `n` when read), applying pushed-down
+//! filters before a pair becomes a row; in top-partners mode the pairs feed
+//! the partition's bounded per-gene state instead.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use datafusion::arrow::array::{ArrayRef, Float64Array, Int64Array, UInt32Array};
+use datafusion::arrow::buffer::NullBuffer;
+use datafusion::arrow::compute::take;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
+use datafusion::error::Result;
+use datafusion::execution::RecordBatchStream;
+use datafusion::physical_plan::metrics::{
+    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, Time,
+};
+use futures::Stream;
+
+use super::ScanConfig;
+use super::prepare::Prepared;
+use super::top_k::{EmitContext, TopPartners, TopRows};
+use crate::filter::{PairValues, TauPredicate};
+use crate::input::RankedMatrix;
+use crate::kernel::{PairKernel, PairNumerator, Variant, tau};
+use crate::pace::{POLL_BUDGET, Pacer};
+use crate::schema::pair_column;
+use crate::stats::fdr::LastContext;
+use crate::stats::pvalue::PValues;
+use crate::work::PairCursor;
+
+/// Per-partition metrics shown by `EXPLAIN ANALYZE`.
+#[derive(Debug)]
+pub(super) struct StreamMetrics {
+    baseline: BaselineMetrics,
+    pairs: Count,
+    kernel_time: Time,
+}
+
+impl StreamMetrics {
+    pub(super) fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
+        Self {
+            baseline: BaselineMetrics::new(set, partition),
+            pairs: MetricBuilder::new(set).counter("pairs_computed", partition),
+            kernel_time: MetricBuilder::new(set).subset_time("kernel_time", partition),
+        }
+    }
+}
+
+/// The batch stream of one partition.
+pub(super) struct PairStream {
+    prepared: Arc<Prepared>,
+    cursor: PairCursor,
+    /// The partition's blocks are all computed.
+    exhausted: bool,
+    kernel: PairKernel,
+    variant: Variant,
+    min_periods: usize,
+    predicate: Option<Arc<TauPredicate>>,
+    /// The predicate compares `p_value` (else it is decided on tau alone).
+    filter_reads_p: bool,
+    /// The predicate compares `q_value`.
+    filter_reads_q: bool,
+    /// The last pair context whose q-values were looked up.
+    q_last: LastContext,
+    batch_size: usize,
+    remaining: Option<usize>,
+    projection: Vec<usize>,
+    schema: SchemaRef,
+    /// Numerators of the last block, not yet turned into rows.
+    pending: Vec<PairNumerator>,
+    pending_pos: usize,
+    out_i: Vec<u32>,
+    out_j: Vec<u32>,
+    out_tau: Vec<f64>,
+    out_p: Vec<f64>,
+    out_q: Vec<f64>,
+    /// Whether each row's tau (and p-value) is non-null.
+    out_valid: Vec<bool>,
+    /// Samples each row's pair shares, when the query reads `n`.
+    out_n: Vec<i64>,
+    wants_n: bool,
+    /// The query reads the `p_value` column (filters aside).
+    keep_p: bool,
+    /// The query reads the `q_value` column (filters aside).
+    keep_q: bool,
+    /// Block sizes and clock reads, by measured cost.
+    pacer: Pacer,
+    metrics: StreamMetrics,
+    /// Top-partners mode: this partition's per-gene state, until its pairs
+    /// are all computed.
+    top: Option<TopPartners>,
+    /// Top-partners mode: the merged rows, when this partition finished last.
+    top_rows: Option<TopRows>,
+}
+
+impl PairStream {
+    pub(super) fn try_new(
+        prepared: Arc<Prepared>,
+        partition: usize,
+        config: &ScanConfig,
+        projection: Vec<usize>,
+        schema: SchemaRef,
+        metrics: StreamMetrics,
+    ) -> Result<Self> {
+        let samples = prepared.matrix.samples();
+        let wants_n = config.reads_n(&projection);
+        let top = config
+            .top_k
+            .map(|k| TopPartners::new(datafusion::arrow::array::Array::len(&prepared.genes), k));
+        let (keep_p, keep_q) = match config.top_k {
+            Some(_) => (false, false),
+            None => (
+                projection.contains(&pair_column::P_VALUE),
+                projection.contains(&pair_column::Q_VALUE),
+            ),
+        };
+        Ok(Self {
+            wants_n,
+            keep_p,
+            keep_q,
+            kernel: PairKernel::new(
+                prepared.kernel,
+                samples,
+                config.kernel.isa,
+                prepared.planes.clone(),
+            )?,
+            cursor: prepared.work.cursor(partition),
+            prepared,
+            exhausted: false,
+            variant: config.variant,
+            min_periods: config.min_periods,
+            predicate: config.predicate.clone(),
+            filter_reads_p: config.predicate.as_ref().is_some_and(|p| p.reads_p_value()),
+            filter_reads_q: config.predicate.as_ref().is_some_and(|p| p.reads_q_value()),
+            q_last: None,
+            batch_size: config.batch_size,
+            remaining: config.limit,
+            projection,
+            schema,
+            pending: Vec::new(),
+            pending_pos: 0,
+            out_i: Vec::new(),
+            out_j: Vec::new(),
+            out_tau: Vec::new(),
+            out_p: Vec::new(),
+            out_q: Vec::new(),
+            out_valid: Vec::new(),
+            out_n: Vec::new(),
+            pacer: Pacer::new(),
+            metrics,
+            top,
+            top_rows: None,
+        })
+    }
+
+    /// Rows this batch may still take.
+    fn capacity(&self) -> usize {
+        self.batch_size.min(self.remaining.unwrap_or(usize::MAX))
+    }
+
+    fn finished(&self) -> bool {
+        self.remaining == Some(0) || (self.exhausted && self.pending_pos >= self.pending.len())
+    }
+
+    /// The next `run` pending pairs of a matrix without gaps into rows (or,
+    /// for top partners, offered to the genes' bounded state), for a query
+    /// that reads no p-value and has no gene filter: the same rows as
+    /// [`PairStream::fill`]'s general loop, without its per-pair checks. At
+    /// most `run` rows are added.
+    fn fill_plain(&mut self, m: &RankedMatrix, run: usize) {
+        let prepared = Arc::clone(&self.prepared);
+        let pairs = &self.pending[self.pending_pos..self.pending_pos + run];
+        self.pending_pos += run;
+        let n = m.samples();
+        // Every pair shares all n samples: valid for all or for none.
+        let valid = n >= self.min_periods;
+        let variant = self.variant;
+        // A function, not a closure: LLVM left the closure out of line (a
+        // call per pair) once several loops called it.
+        #[inline(always)]
+        fn pair_tau(
+            m: &RankedMatrix,
+            variant: Variant,
+            n: usize,
+            valid: bool,
+            p: &PairNumerator,
+        ) -> f64 {
+            if valid {
+                tau(variant, p.s, n, m.ties(p.i as usize), m.ties(p.j as usize))
+            } else {
+                f64::NAN
+            }
+        }
+        if let Some(top) = &mut self.top {
+            if valid {
+                for p in pairs {
+                    let t = pair_tau(m, variant, n, valid, p);
+                    if !t.is_nan() {
+                        top.offer(p.i, p.j, t, p.s);
+                    }
+                }
+            }
+            return;
+        }
+        let q_last = &mut self.q_last;
+        let mut q_of = |p: &PairNumerator| match &prepared.qvalues {
+            Some(q) if valid => {
+                let stats = m.pair_stats(p.i as usize, p.j as usize);
+                q.q_value(q_last, (p.i as usize, p.j as usize), &stats, p.s)
+            }
+            _ => f64::NAN,
+        };
+        let before = self.out_tau.len();
+        match &self.predicate {
+            None if !self.keep_q => {
+                self.out_i.extend(pairs.iter().map(|p| p.i));
+                self.out_j.extend(pairs.iter().map(|p| p.j));
+                self.out_tau
+                    .extend(pairs.iter().map(|p| pair_tau(m, variant, n, valid, p)));
+            }
+            None => {
+                for p in pairs {
+                    self.out_i.push(p.i);
+                    self.out_j.push(p.j);
+                    self.out_tau.push(pair_tau(m, variant, n, valid, p));
+                    self.out_q.push(q_of(p));
+                }
+            }
+            // A NULL tau passes no comparison.
+            Some(_) if !valid => {}
+            // A filter on tau alone, nothing else to keep: the hot loop of a
+            // thresholded network (most pairs fail), kept free of q.
+            Some(pred) if !self.filter_reads_q && !self.keep_q => {
+                for p in pairs {
+                    let t = pair_tau(m, variant, n, valid, p);
+                    if pred.eval(&PairValues::tau(t)) {
+                        self.out_i.push(p.i);
+                        self.out_j.push(p.j);
+                        self.out_tau.push(t);
+                    }
+                }
+            }
+            Some(pred) => {
+                for p in pairs {
+                    let t = pair_tau(m, variant, n, valid, p);
+                    let mut values = PairValues::tau(t);
+                    let mut q = None;
+                    if self.filter_reads_q {
+                        values.q_value = *q.insert(q_of(p));
+                    }
+                    if pred.eval(&values) {
+                        self.out_i.push(p.i);
+                        self.out_j.push(p.j);
+                        self.out_tau.push(t);
+                        if self.keep_q {
+                            self.out_q.push(q.unwrap_or_else(|| q_of(p)));
+                        }
+                    }
+                }
+            }
+        }
+        let added = self.out_tau.len() - before;
+        self.out_valid.resize(self.out_valid.len() + added, valid);
+        if self.wants_n {
+            self.out_n.resize(self.out_n.len() + added, n as i64);
+        }
+    }
+
+    /// Whether [`PairStream::fill`] must stop before the next pair: the
+    /// batch holds `capacity` rows, or `built` pairs (since the clock was
+    /// last read, at most `spacing` before the next read) took the poll
+    /// past `deadline`. Reading the clock resets `built` and `spacing`.
+    #[inline(always)]
+    fn must_pause(
+        &mut self,
+        capacity: usize,
+        deadline: Instant,
+        built: &mut usize,
+        spacing: &mut usize,
+    ) -> bool {
+        if self.out_tau.len() >= capacity {
+            return true;
+        }
+        if *built >= *spacing {
+            if self.pacer.rows_done(*built, deadline) {
+                return true;
+            }
+            (*built, *spacing) = (0, self.pacer.rows_per_check());
+        }
+        false
+    }
+
+    /// Computes pairs until the batch is full, the partition is done, or the
+    /// poll budget (ending at `deadline`, set at `now`) is spent.
+    fn fill(&mut self, now: Instant, deadline: Instant) {
+        let kernel_time = self.metrics.kernel_time.clone();
+        let _timer = kernel_time.timer();
+        let capacity = self.capacity();
+        let prepared = Arc::clone(&self.prepared);
+        let m = &prepared.matrix;
+        self.pacer.resume(now);
+        let computed = || prepared.pvalues.as_ref().map_or(0, PValues::computed);
+        let mut distributions = computed();
+        // Rows built since the clock was last read, and how many may be
+        // before the next read (locals: this loop runs once per pair).
+        let (mut built, mut spacing) = (0usize, self.pacer.rows_per_check());
+        // The common case — every gene complete, no gene filter, no
+        // p-value read — takes a tight loop per run of pairs (`fill_plain`):
+        // at tens of nanoseconds a pair, the general loop's checks cost as
+        // much as the kernel.
+        let plain =
+            prepared.gene_filter.is_none() && !self.keep_p && !self.filter_reads_p && !m.any_gaps();
+        loop {
+            if plain {
+                while self.pending_pos < self.pending.len() {
+                    if self.must_pause(capacity, deadline, &mut built, &mut spacing) {
+                        return;
+                    }
+                    // Pairs looked at, not rows kept, as below.
+                    let run = (self.pending.len() - self.pending_pos)
+                        .min(spacing - built)
+                        .min(capacity - self.out_tau.len());
+                    self.fill_plain(m, run);
+                    built += run;
+                }
+            }
+            while self.pending_pos < self.pending.len() {
+                if self.must_pause(capacity, deadline, &mut built, &mut spacing) {
+                    return;
+                }
+                built += 1;
+                let p = self.pending[self.pending_pos];
+                self.pending_pos += 1;
+                if prepared
+                    .gene_filter
+                    .as_ref()
+                    .is_some_and(|g| !g.eval(p.i, p.j))
+                {
+                    continue;
+                }
+                let stats = m.pair_stats(p.i as usize, p.j as usize);
+                // Too few shared samples: tau and p-value are NULL, and so is
+                // every pushed-down comparison of them (the row never passes).
+                let valid = stats.n >= self.min_periods;
+                let t = if valid {
+                    tau(self.variant, p.s, stats.n, stats.u, stats.v)
+                } else {
+                    f64::NAN
+                };
+                // Top-partners mode: a pair with a tau is offered to both
+                // genes' bounded state, and never becomes a row here.
+                if let Some(top) = &mut self.top {
+                    if valid && !t.is_nan() {
+                        top.offer(p.i, p.j, t, p.s);
+                    }
+                    continue;
+                }
+                let p_value = || match &prepared.pvalues {
+                    Some(pv) if valid => pv.p_value(
+                        stats.n,
+                        p.s,
+                        (stats.u, stats.u_variance),
+                        (stats.v, stats.v_variance),
+                    ),
+                    _ => f64::NAN,
+                };
+                let q_value = |last: &mut LastContext| match &prepared.qvalues {
+                    Some(q) if valid => q.q_value(last, (p.i as usize, p.j as usize), &stats, p.s),
+                    _ => f64::NAN,
+                };
+                // A filter on tau alone is decided before any p-value is
+                // computed; p-values are then computed for kept rows only.
+                let (mut pv, mut qv) = (None, None);
+                let pass = match &self.predicate {
+                    None => true,
+                    Some(_) if !valid => false,
+                    Some(pred) => {
+                        let mut values = PairValues::tau(t);
+                        if self.filter_reads_p {
+                            values.p_value = *pv.insert(p_value());
+                        }
+                        if self.filter_reads_q {
+                            values.q_value = *qv.insert(q_value(&mut self.q_last));
+                        }
+                        pred.eval(&values)
+                    }
+                };
+                if pass {
+                    self.out_i.push(p.i);
+                    self.out_j.push(p.j);
+                    self.out_tau.push(t);
+                    self.out_valid.push(valid);
+                    // p-values, q-values and n are kept only when the query reads them.
+                    if self.keep_p {
+                        self.out_p.push(*pv.get_or_insert_with(p_value));
+                    }
+                    if self.keep_q {
+                        let q = match qv {
+                            Some(q) => q,
+                            None => q_value(&mut self.q_last),
+                        };
+                        self.out_q.push(q);
+                    }
+                    if self.wants_n {
+                        self.out_n.push(stats.n as i64);
+                    }
+                }
+                // A p-value that needed a distribution of its own costs up
+                // to O(n³): not a row to count on the measured spacing.
+                if prepared.pvalues.is_some() && computed() != distributions {
+                    distributions = computed();
+                    spacing = 0;
+                }
+            }
+            if self.out_tau.len() >= capacity || self.exhausted {
+                return;
+            }
+            let start = Instant::now();
+            if start >= deadline {
+                return;
+            }
+            self.pending.clear();
+            self.pending_pos = 0;
+            match self
+                .cursor
+                .next_block(&prepared.work, m, self.pacer.block_pairs())
+            {
+                Some((rows, cols)) => {
+                    let rows = &self.cursor.rows()[rows];
+                    self.kernel.block(m, rows, cols, &mut self.pending);
+                    self.pacer
+                        .block_done(self.pending.len(), start, Instant::now());
+                    built = 0;
+                    self.metrics.pairs.add(self.pending.len());
+                }
+                None => self.exhausted = true,
+            }
+        }
+    }
+
+    /// Turns the collected rows into a batch of the projected columns.
+    fn emit(&mut self) -> Result<RecordBatch> {
+        let rows = self.out_tau.len();
+        let genes = &self.prepared.genes;
+        let nulls = if self.out_valid.iter().all(|&v| v) {
+            None
+        } else {
+            Some(NullBuffer::from(self.out_valid.as_slice()))
+        };
+        let float = |values: &mut Vec<f64>| -> ArrayRef {
+            Arc::new(Float64Array::new(
+                std::mem::take(values).into(),
+                nulls.clone(),
+            ))
+        };
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.projection.len());
+        let dictionary = self.prepared.dictionary.as_ref();
+        let gene = |indices: &mut Vec<u32>| -> Result<ArrayRef> {
+            let indices = std::mem::take(indices);
+            match dictionary {
+                Some(d) => d.column(indices),
+                None => Ok(take(genes, &UInt32Array::from(indices), None)?),
+            }
+        };
+        for &c in &self.projection {
+            columns.push(match c {
+                pair_column::GENE_I => gene(&mut self.out_i)?,
+                pair_column::GENE_J => gene(&mut self.out_j)?,
+                pair_column::P_VALUE => float(&mut self.out_p),
+                pair_column::Q_VALUE => float(&mut self.out_q),
+                pair_column::N => Arc::new(Int64Array::from(std::mem::take(&mut self.out_n))),
+                _ => float(&mut self.out_tau),
+            });
+        }
+        self.out_i.clear();
+        self.out_j.clear();
+        self.out_tau.clear();
+        self.out_p.clear();
+        self.out_q.clear();
+        self.out_valid.clear();
+        self.out_n.clear();
+        if let Some(r) = &mut self.remaining {
+            *r -= rows;
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(
+            Arc::clone(&self.schema),
+            columns,
+            &options,
+        )?)
+    }
+}
+
+impl Stream for PairStream {
+    type Item = Result<RecordBatch>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        if this.top.is_some() || this.top_rows.is_some() {
+            return this.poll_top(cx);
+        }
+        if this.finished() && this.out_tau.is_empty() {
+            return Poll::Ready(None);
+        }
+        let compute = this.metrics.baseline.elapsed_compute().clone();
+        let timer = compute.timer();
+        let now = Instant::now();
+        this.fill(now, now + POLL_BUDGET);
+        let full = this.out_tau.len() >= this.capacity();
+        if full || (this.finished() && !this.out_tau.is_empty()) {
+            let batch = this.emit();
+            timer.done();
+            return this.metrics.baseline.record_poll(Poll::Ready(Some(batch)));
+        }
+        timer.done();
+        if this.finished() {
+            return Poll::Ready(None);
+        }
+        // Budget spent with a partial batch: let other tasks run, then resume.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl PairStream {
+    /// [`Stream::poll_next`] in top-partners mode: compute (paced as for
+    /// rows), hand the partition's state to the query's collector when its
+    /// pairs are done, and emit the merged rows if it was the last.
+    fn poll_top(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<RecordBatch>>> {
+        let compute = self.metrics.baseline.elapsed_compute().clone();
+        let timer = compute.timer();
+        if self.top.is_some() {
+            let now = Instant::now();
+            self.fill(now, now + POLL_BUDGET);
+            if !self.finished() {
+                timer.done();
+                cx.waker().wake_by_ref();
+                return Poll::Pending;
+            }
+            let part = self.top.take();
+            if let (Some(part), Some(collector)) = (part, &self.prepared.top) {
+                self.top_rows = collector.finish(part);
+            }
+        }
+        let Some(rows) = self.top_rows.as_mut().filter(|r| !r.is_done()) else {
+            self.top_rows = None;
+            timer.done();
+            return Poll::Ready(None);
+        };
+        let prepared = &self.prepared;
+        let emit = EmitContext {
+            genes: &prepared.genes,
+            matrix: &prepared.matrix,
+            pvalues: prepared.pvalues.as_ref(),
+            projection: &self.projection,
+            schema: &self.schema,
+        };
+        let batch = rows.next_batch(self.batch_size, &emit);
+        timer.done();
+        self.metrics.baseline.record_poll(Poll::Ready(Some(batch)))
+    }
+}
+
+impl RecordBatchStream for PairStream {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+}
+
+impl Drop for PairStream {
+    fn drop(&mut self) {
+        self.metrics.baseline.done();
+    }
+}

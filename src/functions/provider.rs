@@ -1,0 +1,136 @@
+//! [`KendallTable`]: the table a call of any Kendall table function stands
+//! for, as DataFusion sees it.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::error::{DataFusionError, Result};
+use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::ExecutionPlan;
+
+use super::scan::{guard_panics, pushdown};
+use super::{Call, KendallAllPairs, KendallFunction, function};
+use crate::exec::KendallExec;
+use crate::schema::{ALL_PAIRS, GeneIds};
+
+/// The pairs of a call of a Kendall table function, as a DataFusion table.
+///
+/// The sources (registered tables or views, or locations) are resolved and
+/// their schemas checked when the query is planned ([`TableProvider::scan`]):
+/// the plan's inputs are then the sources' own DataFusion scans, reading
+/// only the columns needed. Filters on `tau`, `p_value`, `q_value` and the
+/// gene columns are applied exactly inside the scan (where the function
+/// takes them); the kernel, variant and tile size come from the session's
+/// [`KendallOptions`](crate::KendallOptions) at planning time.
+#[derive(Debug)]
+pub struct KendallTable {
+    function: &'static dyn KendallFunction,
+    call: Call,
+    schema: SchemaRef,
+}
+
+impl KendallTable {
+    /// The table of `call`; an error when `call` names no function of ours.
+    pub fn from_call(call: Call) -> Result<Self> {
+        let function = function(call.function).ok_or_else(|| {
+            DataFusionError::Plan(format!("no Kendall table function '{}'", call.function))
+        })?;
+        let schema = function.schema(&call);
+        Ok(Self {
+            function,
+            call,
+            schema,
+        })
+    }
+
+    /// The `kendall_all_pairs` table over `source` (a registered table or
+    /// view, or a location), with the column names of the layout (`names`,
+    /// possibly none).
+    pub fn new(source: String, names: Vec<String>) -> Self {
+        let call = Call {
+            function: ALL_PAIRS,
+            sources: vec![source],
+            names: vec![names],
+            k: None,
+            gene_ids: GeneIds::String,
+        };
+        Self {
+            function: &KendallAllPairs,
+            schema: KendallAllPairs.schema(&call),
+            call,
+        }
+    }
+
+    /// The same table with its gene columns typed as `gene_ids` says.
+    pub fn with_gene_ids(mut self, gene_ids: GeneIds) -> Self {
+        self.call.gene_ids = gene_ids;
+        self.schema = self.function.schema(&self.call);
+        self
+    }
+
+    /// The call this table stands for.
+    pub fn call(&self) -> &Call {
+        &self.call
+    }
+
+    /// The (first) source as the query named it.
+    pub fn source(&self) -> &str {
+        &self.call.sources[0]
+    }
+
+    /// The column names given after the (first) source.
+    pub fn column_names(&self) -> &[String] {
+        &self.call.names[0]
+    }
+
+    /// How the gene columns are typed.
+    pub fn gene_ids(&self) -> GeneIds {
+        self.call.gene_ids
+    }
+}
+
+#[async_trait]
+impl TableProvider for KendallTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(match self.function.pushes_down_filters() {
+            true => pushdown(filters),
+            false => vec![TableProviderFilterPushDown::Unsupported; filters.len()],
+        })
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let planned = guard_panics(
+            self.function.name(),
+            &self.call.sources,
+            self.function.plan(&self.call, state, filters, limit),
+        )
+        .await?;
+        let projection = projection
+            .cloned()
+            .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let exec = KendallExec::try_new(planned.spec, planned.input, planned.config, projection)?;
+        Ok(Arc::new(match planned.right {
+            Some((spec, input)) => exec.with_right(spec, input),
+            None => exec,
+        }))
+    }
+}

@@ -1,0 +1,93 @@
+//! Two matrices stacked into one for `kendall_cross_pairs`: the left
+//! matrix's genes, then the right one's, each on the samples both have,
+//! matched by name, in the left matrix's order.
+
+use std::collections::HashMap;
+
+use datafusion::arrow::array::{Array, StringArray};
+use datafusion::error::{DataFusionError, Result};
+
+use super::{ExpressionMatrix, InputSpec};
+use crate::memory::{QueryMemory, try_with_capacity};
+
+/// The left matrix's genes, then the right one's, on the samples both have
+/// (by name, in the left matrix's order). An error when fewer than 2
+/// samples are shared.
+pub(crate) fn stack(
+    left: ExpressionMatrix,
+    left_spec: &InputSpec,
+    right: ExpressionMatrix,
+    right_spec: &InputSpec,
+    memory: &QueryMemory,
+) -> Result<ExpressionMatrix> {
+    let right_index: HashMap<&str, usize> = right
+        .sample_ids
+        .iter()
+        .enumerate()
+        .map(|(k, s)| (s.as_str(), k))
+        .collect();
+    // (left column, right column) of each shared sample.
+    let shared: Vec<(usize, usize)> = left
+        .sample_ids
+        .iter()
+        .enumerate()
+        .filter_map(|(k, s)| right_index.get(s.as_str()).map(|&r| (k, r)))
+        .collect();
+    if shared.len() < 2 {
+        return Err(DataFusionError::Execution(format!(
+            "{} and {} share {} sample name(s) ({} and {} samples); \
+             at least 2 are needed (samples are matched by column name, or by sample id with \
+             layout 'long')",
+            left_spec.what,
+            right_spec.what,
+            shared.len(),
+            left.samples,
+            right.samples
+        )));
+    }
+    let n = shared.len();
+    let genes = left.genes.len() + right.genes.len();
+    let exact = left.residuals.is_empty() && right.residuals.is_empty();
+    let per_value = if exact { 8 } else { 10 };
+    let mut reservation = memory.reserve(
+        &format!("stacked input values ({genes} genes x {n} shared samples)"),
+        0,
+    )?;
+    reservation.try_grow(genes * n * per_value)?;
+    let mut values = try_with_capacity::<f64>(genes * n, "stacked input values")?;
+    let mut residuals = if exact {
+        Vec::new()
+    } else {
+        try_with_capacity::<i16>(genes * n, "stacked input values")?
+    };
+    let left_columns: Vec<usize> = shared.iter().map(|&(l, _)| l).collect();
+    let right_columns: Vec<usize> = shared.iter().map(|&(_, r)| r).collect();
+    for (matrix, columns) in [(&left, &left_columns), (&right, &right_columns)] {
+        for g in 0..matrix.genes.len() {
+            let row = g * matrix.samples;
+            for &column in columns {
+                values.push(matrix.values[row + column]);
+                if !exact {
+                    residuals.push(matrix.residuals.get(row + column).copied().unwrap_or(0));
+                }
+            }
+        }
+    }
+    let ids = StringArray::from_iter_values(
+        (0..left.genes.len())
+            .map(|g| left.genes.value(g))
+            .chain((0..right.genes.len()).map(|g| right.genes.value(g))),
+    );
+    let sample_ids = shared
+        .iter()
+        .map(|&(k, _)| left.sample_ids[k].clone())
+        .collect();
+    // The two matrices' own values are released when they are dropped here.
+    Ok(ExpressionMatrix::from_parts(
+        ids,
+        sample_ids,
+        values,
+        residuals,
+        reservation,
+    ))
+}
