@@ -1,0 +1,161 @@
+"""Inputs of :func:`corr`: pandas DataFrames, pyarrow Tables and
+RecordBatches, numpy 2-D arrays and AnnData objects (dense or scipy-sparse
+``.X``) as Arrow tables, with the ``kendall.*`` options that read them and
+the gene ids in input order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _to_arrow(data: Any, genes: str):
+    """``data`` as a pyarrow Table, the ``kendall.*`` options that read it,
+    and the gene ids in input order."""
+    import numpy as np
+    import pyarrow as pa
+
+    if _is_anndata(data):
+        return _anndata_to_arrow(data)
+    if isinstance(data, pa.RecordBatch):
+        data = pa.Table.from_batches([data])
+    if isinstance(data, np.ndarray):
+        if data.ndim != 2:
+            raise ValueError(f"corr() takes a 2-D array, got {data.ndim} dimensions")
+        x = data.T if genes == "rows" else data
+        if not (np.issubdtype(x.dtype, np.number) and not np.iscomplexobj(x)):
+            raise ValueError(f"corr() takes a numeric array, got dtype {x.dtype}")
+        return _matrix_table(x, [str(i) for i in range(x.shape[1])])
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        pd = None
+    if pd is not None and isinstance(data, pd.DataFrame):
+        if genes == "rows":
+            # Gene ids: the first column if it holds strings, else the index.
+            first = data.dtypes.iloc[0] if data.shape[1] else None
+            if first is not None and (pd.api.types.is_string_dtype(first) or first == object):
+                frame = data.rename(columns=str)
+            else:
+                frame = data.rename(columns=str).reset_index(names="gene")
+                frame["gene"] = frame["gene"].astype(str)
+            table = pa.Table.from_pandas(frame, preserve_index=False)
+            ids = [str(g) for g in table.column(0).to_pylist()]
+            return table, {"layout": "genes_as_rows"}, ids
+        names = [str(c) for c in data.columns]
+        _numeric_only(names, data.dtypes, pd.api.types.is_numeric_dtype)
+        if len(set(names)) != len(names):
+            dup = next(n for n in names if names.count(n) > 1)
+            raise ValueError(f"corr(): duplicate column (gene) name {dup!r}")
+        kinds = {t for t in data.dtypes}
+        only = next(iter(kinds)) if len(kinds) == 1 else None
+        if isinstance(only, np.dtype) and only.kind in "iuf":
+            # One plain numpy dtype: passed as it is (integers stay exact
+            # beyond 2^53, as the engine compares them).
+            x = data.to_numpy()
+        else:
+            # Mixed or nullable columns: float64, with pd.NA as NaN (missing).
+            x = data.to_numpy(dtype=np.float64, na_value=np.nan)
+        return _matrix_table(x, names)
+    if isinstance(data, pa.Table):
+        if genes == "rows":
+            # The engine's default gene column: the first string column.
+            strings = [
+                k
+                for k, t in enumerate(data.schema.types)
+                if pa.types.is_string(t) or pa.types.is_large_string(t)
+            ]
+            if not strings:
+                raise ValueError("corr(): with genes='rows' a table needs a string column of gene ids")
+            ids = [str(g) for g in data.column(strings[0]).to_pylist()]
+            return data, {"layout": "genes_as_rows"}, ids
+        _numeric_only(
+            data.column_names,
+            data.schema.types,
+            lambda t: pa.types.is_integer(t) or pa.types.is_floating(t),
+        )
+        return data, {"layout": "genes_as_columns"}, list(data.column_names)
+    raise TypeError(
+        "corr() takes a pandas DataFrame, pyarrow Table or RecordBatch, numpy 2-D array or "
+        f"AnnData object, got {type(data).__name__}"
+    )
+
+
+def _matrix_table(x: Any, ids: list[str]):
+    """A samples x genes matrix as an Arrow table in whichever layout has
+    fewer columns (an Arrow column costs far more than a row): genes as rows
+    (a gene-id column and one column per sample) or genes as columns."""
+    import numpy as np
+    import pyarrow as pa
+
+    samples, m = x.shape
+    if samples + 1 < m:
+        rows = np.ascontiguousarray(x.T)  # genes x samples: each sample a column
+        columns = {"gene": pa.array(ids, pa.string())}
+        columns.update({f"s{k}": rows[:, k] for k in range(samples)})
+        # rows[:, k] is strided; Arrow copies it once into a column.
+        return pa.table(columns), {"layout": "genes_as_rows"}, ids
+    cols = np.asfortranarray(x)
+    return pa.table({g: cols[:, j] for j, g in enumerate(ids)}), {"layout": "genes_as_columns"}, ids
+
+
+def _numeric_only(names, types, is_numeric) -> None:
+    """pandas' rule for ``corr``: every column is a variable, so a
+    non-numeric one is an error (the SQL layout would skip it as a label)."""
+    for name, t in zip(names, types):
+        # numpy and pandas dtypes of ints and floats: kinds i, u, f (fast);
+        # others (Arrow types) by the given test.
+        kind = getattr(t, "kind", None)
+        if kind in ("i", "u", "f"):
+            continue
+        if kind == "b" or not is_numeric(t) or str(t) in ("bool", "boolean"):
+            raise ValueError(
+                f"corr(): column {name!r} has type {t}; with genes as columns every column "
+                "is a gene and must be numeric (genes='rows' for gene ids in a column)"
+            )
+
+
+def _is_anndata(data: Any) -> bool:
+    return type(data).__name__ == "AnnData" and hasattr(data, "X") and hasattr(data, "var_names")
+
+
+def _anndata_to_arrow(adata: Any):
+    """AnnData: genes are ``var_names``, cells the samples. Dense ``.X`` as
+    one column per gene; sparse ``.X`` as (gene, cell, value) triples of its
+    stored entries, absent entries zero."""
+    import numpy as np
+    import pyarrow as pa
+
+    x = adata.X
+    ids = [str(g) for g in adata.var_names]
+    if len(set(ids)) != len(ids):
+        dup = next(g for g in ids if ids.count(g) > 1)
+        raise ValueError(f"corr(): duplicate gene id {dup!r} in var_names")
+    if hasattr(x, "tocoo"):
+        if adata.n_obs < 2:
+            raise ValueError(f"corr(): AnnData has {adata.n_obs} cells; at least 2 are needed")
+        # The engine numbers the genes of the long layout in order of first
+        # appearance: cell 0's value of every gene comes first (zero or
+        # not), so genes keep the order of var_names and a gene without any
+        # stored entry still exists. Then the other cells' stored entries.
+        x = x.tocsr()
+        first = np.asarray(x[0].todense(), dtype=np.float64).ravel()
+        rest = x[1:].tocoo()
+        cells = rest.row.astype(np.int64) + 1
+        genes = np.concatenate([np.arange(len(ids), dtype=np.int32), rest.col.astype(np.int32)])
+        samples = np.concatenate([np.zeros(len(ids), dtype=np.int64), cells])
+        values = np.concatenate([first, np.asarray(rest.data, dtype=np.float64)])
+        # A cell without any stored entry must exist too: one explicit zero.
+        seen = np.zeros(adata.n_obs, dtype=bool)
+        seen[0] = True
+        seen[cells] = True
+        empty = np.flatnonzero(~seen)
+        if len(empty):
+            genes = np.concatenate([genes, np.zeros(len(empty), dtype=np.int32)])
+            samples = np.concatenate([samples, empty.astype(np.int64)])
+            values = np.concatenate([values, np.zeros(len(empty))])
+        gene = pa.DictionaryArray.from_arrays(pa.array(genes), pa.array(ids, pa.string()))
+        table = pa.table(
+            {"gene": gene.cast(pa.string()), "sample": pa.array(samples), "value": pa.array(values)}
+        )
+        return table, {"layout": "long", "absent": "zero"}, ids
+    return _matrix_table(np.asarray(x), ids)
