@@ -69,7 +69,7 @@ macro_rules! option_enum {
                     }
                 )+
                 Err(::datafusion::error::DataFusionError::Configuration(format!(
-                    "{} must be one of {}, got '{s}'",
+                    "{} must be {}, got '{s}'",
                     $name::OPTION,
                     $crate::option_enum::quoted($name::VALUES),
                 )))
@@ -101,13 +101,14 @@ macro_rules! option_enum {
 
 pub(crate) use option_enum;
 
-/// `'a', 'b', 'c'`: the values of an option for a message.
+/// The values of an option for a message: `'a' or 'b'`, or `one of 'a',
+/// 'b', 'c'` for more than two.
 pub(crate) fn quoted(values: &[&str]) -> String {
-    values
-        .iter()
-        .map(|v| format!("'{v}'"))
-        .collect::<Vec<_>>()
-        .join(", ")
+    let quoted: Vec<String> = values.iter().map(|v| format!("'{v}'")).collect();
+    match quoted.as_slice() {
+        [a, b] => format!("{a} or {b}"),
+        _ => format!("one of {}", quoted.join(", ")),
+    }
 }
 
 #[cfg(test)]
@@ -131,7 +132,7 @@ mod tests {
         assert_eq!(Colour::Green.to_string(), "green");
         let err = "blue".parse::<Colour>().unwrap_err().to_string();
         assert!(
-            err.contains("kendall.colour must be one of 'red', 'green', got 'blue'"),
+            err.contains("kendall.colour must be 'red' or 'green', got 'blue'"),
             "{err}"
         );
     }

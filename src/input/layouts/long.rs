@@ -1,177 +1,27 @@
-//! The other matrix layouts: one column per gene, and long (tidy) triples.
+//! The long (tidy) layout: one row per (gene, sample, value); 10x
+//! directories are read as this layout with absent entries 0.
 
 use std::collections::HashMap;
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
-use datafusion::error::{DataFusionError, Result};
+use datafusion::error::Result;
 
-use super::values::{Exact, NumericColumn, ValueBuffer};
-use super::{
+use super::Absent;
+use super::grow;
+use crate::input::values::{Exact, NumericColumn, ValueBuffer};
+use crate::input::{
     Columns, ExpressionMatrix, ID_OVERHEAD, InputBatches, InputSpec, MissingValues, column_as,
     column_list, data_error, is_string, plan_error,
 };
 use crate::memory::{Reservation, try_filled};
 
-crate::option_enum::option_enum! {
-    /// How the expression matrix is laid out (`SET kendall.layout = ...`).
-    pub enum Layout: "kendall.layout" {
-        /// One row per gene, one column per sample (the default).
-        #[default]
-        GenesAsRows = "genes_as_rows",
-        /// One row per sample, one column per gene (AnnData / machine learning).
-        GenesAsColumns = "genes_as_columns",
-        /// One row per value: gene, sample, value columns (tidy data).
-        Long = "long",
-    }
-}
-
-crate::option_enum::option_enum! {
-    /// What a (gene, sample) without a row in a long input means
-    /// (`SET kendall.absent = ...`).
-    pub enum Absent: "kendall.absent" {
-        /// An error naming the gene and the sample (the default): every gene
-        /// must have a row for every sample.
-        #[default]
-        Error = "error",
-        /// The value 0: sparse triples (single-cell counts) list only non-zero
-        /// values.
-        Zero = "zero",
-        /// A missing value, as a null would be (see `kendall.missing`).
-        Missing = "missing",
-    }
-}
-
 /// Default column names of the long layout: gene, sample, value.
 const LONG_DEFAULTS: [&str; 3] = ["gene", "sample", "value"];
 
-/// Checks a genes_as_columns input: numeric columns are genes, string
-/// columns (sample labels) are skipped, rows are samples.
-pub(super) fn inspect_columns(
-    what: &str,
-    schema: &SchemaRef,
-    names: &[String],
-    missing: MissingValues,
-) -> Result<InputSpec> {
-    if !names.is_empty() {
-        return Err(plan_error(format!(
-            "layout 'genes_as_columns' takes only the source (gene ids are the column names), got {} more argument(s)",
-            names.len()
-        )));
-    }
-    let mut genes: Vec<String> = Vec::new();
-    let mut projection = Vec::new();
-    for (index, field) in schema.fields().iter().enumerate() {
-        let dt = field.data_type();
-        if dt.is_integer() || dt.is_floating() {
-            if genes.contains(field.name()) {
-                return Err(plan_error(format!(
-                    "duplicate gene column '{}' in {what}",
-                    field.name()
-                )));
-            }
-            genes.push(field.name().clone());
-            projection.push(index);
-        } else if !is_string(dt) {
-            return Err(plan_error(format!(
-                "column '{}' in {what} has type {dt}; with layout 'genes_as_columns' every column is a gene \
-                 (integer or floating-point) or a string sample label",
-                field.name()
-            )));
-        }
-    }
-    Ok(InputSpec {
-        what: what.to_string(),
-        genes: Some(genes.len()),
-        samples: None,
-        columns: Columns::GenesAsColumns { genes },
-        projection,
-        missing,
-    })
-}
-
-/// What is wrong with a genes_as_columns input of `rows` rows, if anything.
-pub(super) fn too_few_samples(what: &str, rows: usize) -> Option<String> {
-    (rows < 2).then(|| {
-        format!(
-            "{what} has {rows} row(s); with layout 'genes_as_columns' rows are samples and Kendall's tau needs at least 2"
-        )
-    })
-}
-
-/// Grows `v` to hold `extra` more elements, accounting the capacity in
-/// `reservation` first; capacity grows by half, so that a source read batch
-/// by batch is copied a bounded number of times.
-fn grow<T>(v: &mut Vec<T>, extra: usize, reservation: &mut Reservation, what: &str) -> Result<()> {
-    let need = v.len().saturating_add(extra);
-    if need <= v.capacity() {
-        return Ok(());
-    }
-    let room = need.max(v.capacity().saturating_add(v.capacity() / 2));
-    reservation.try_grow((room - v.capacity()).saturating_mul(std::mem::size_of::<T>()))?;
-    v.try_reserve_exact(room - v.len()).map_err(|e| {
-        DataFusionError::ResourcesExhausted(format!(
-            "cannot allocate the {what} ({room} values): {e}"
-        ))
-    })
-}
-
-/// Reads a genes_as_columns input into `values`: its rows, in source order,
-/// are the samples.
-pub(super) fn load_columns(
-    spec: &InputSpec,
-    batches: InputBatches,
-    genes: &[String],
-    mut values: ValueBuffer,
-    mut scratch: Reservation,
-) -> Result<ExpressionMatrix> {
-    let what = spec.what.as_str();
-    let m = genes.len();
-    // Row-major as read (sample after sample), transposed once all are in.
-    let mut read: Vec<Exact> = Vec::new();
-    let mut rows = 0usize;
-    for batch in batches {
-        let batch = batch?;
-        let batch_rows = batch.num_rows();
-        grow(
-            &mut read,
-            batch_rows * m,
-            &mut scratch,
-            "input values as read",
-        )?;
-        let base = read.len();
-        read.resize(base + batch_rows * m, Exact::MISSING);
-        for (g, gene) in genes.iter().enumerate() {
-            let column = NumericColumn::read(&batch, gene, what)?;
-            for r in 0..batch_rows {
-                read[base + r * m + g] = column.value(r, spec.missing, || {
-                    format!("gene '{gene}' in row {} of {what}", rows + r + 1)
-                })?;
-            }
-        }
-        rows += batch_rows;
-    }
-    if let Some(problem) = too_few_samples(what, rows) {
-        return Err(data_error(problem));
-    }
-    let n = rows;
-    values.grow_to(m * n)?;
-    for (s, row) in read.chunks_exact(m.max(1)).enumerate() {
-        for (g, &x) in row.iter().enumerate() {
-            values.set(g * n + s, x)?;
-        }
-    }
-    Ok(ExpressionMatrix::new(
-        StringArray::from_iter_values(genes),
-        n,
-        values,
-        Vec::new(),
-    ))
-}
-
 /// Checks a long input: gene, sample and value columns, named by `names`
 /// or by default `gene`, `sample`, `value`.
-pub(super) fn inspect_long(
+pub(in crate::input) fn inspect_long(
     what: &str,
     schema: &SchemaRef,
     names: &[String],
@@ -328,7 +178,7 @@ fn gene_problem(
 /// all are read. Every gene must have one row for every sample; that is
 /// checked on the counts before the genes × samples matrix is allocated, so
 /// a sparse input (a few samples per gene) fails without allocating it.
-pub(super) fn load_long(
+pub(in crate::input) fn load_long(
     spec: &InputSpec,
     batches: InputBatches,
     [gene, sample, value]: [&str; 3],
