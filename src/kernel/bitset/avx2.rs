@@ -10,6 +10,14 @@
 
 use std::arch::x86_64::*;
 
+/// These loops (see [`super::Ops`]).
+pub(super) const OPS: super::Ops = super::Ops {
+    compare64,
+    xor_pop4,
+    disc_pop4,
+    s_pop4,
+};
+
 /// Planes of at least this many 256-bit vectors take the Harley–Seal path;
 /// shorter ones the nibble lookup per vector (the adder tree only pays once
 /// its per-row state, kept across blocks, is amortised over enough blocks).

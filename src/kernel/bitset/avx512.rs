@@ -4,6 +4,14 @@
 
 use std::arch::x86_64::*;
 
+/// These loops (see [`super::Ops`]).
+pub(super) const OPS: super::Ops = super::Ops {
+    compare64,
+    xor_pop4,
+    disc_pop4,
+    s_pop4,
+};
+
 /// [`super::scalar::compare64`], 16 ranks per comparison (the last ones
 /// under a mask: masked-off lanes are not read).
 ///

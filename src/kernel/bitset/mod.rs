@@ -104,12 +104,12 @@ impl BitPlanes {
         let mut g = try_filled(m.genes() * words, 0u64, "bit-planes")?;
         let mut u = try_filled(m.genes() * words, 0u64, "bit-planes")?;
         // The planes are the same bits whichever instruction set builds them.
-        let isa = Isa::detect();
+        let ops = Ops::new(Isa::detect());
         if words > 0 {
             g.par_chunks_mut(words)
                 .zip(u.par_chunks_mut(words))
                 .enumerate()
-                .for_each(|(gene, (g, u))| fill_planes(isa, m.ranks(gene), g, u));
+                .for_each(|(gene, (g, u))| fill_planes(&ops, m.ranks(gene), g, u));
         }
         let ties = TiedPairs::try_build(m, listed_pairs_cap(words))?;
         Ok(Self { words, g, u, ties })
@@ -139,7 +139,7 @@ impl BitPlanes {
 /// of the triangle is contiguous, so it is written 64 comparisons at a
 /// time. A pair with a missing value is in U, so it counts as nothing for
 /// any partner: the planes give S over the samples a pair has in common.
-fn fill_planes(isa: Isa, ranks: &[u32], g: &mut [u64], u: &mut [u64]) {
+fn fill_planes(ops: &Ops, ranks: &[u32], g: &mut [u64], u: &mut [u64]) {
     // L (x_b < x_a) is built in `u`, then U = ¬(G | L) word by word.
     let l = u;
     let n = ranks.len();
@@ -151,7 +151,7 @@ fn fill_planes(isa: Isa, ranks: &[u32], g: &mut [u64], u: &mut [u64]) {
             continue;
         }
         for chunk in ranks[a + 1..].chunks(64) {
-            let (greater, less) = compare64(isa, ra, chunk);
+            let (greater, less) = ops.compare64(ra, chunk);
             put_bits(g, bit, greater);
             put_bits(l, bit, less);
             bit += chunk.len();
@@ -162,17 +162,75 @@ fn fill_planes(isa: Isa, ranks: &[u32], g: &mut [u64], u: &mut [u64]) {
     }
 }
 
-/// [`scalar::compare64`] on `isa` (available: [`Isa::detect`]).
-#[inline]
-fn compare64(isa: Isa, ra: u32, chunk: &[u32]) -> (u64, u64) {
-    match isa {
-        // SAFETY: `isa` was detected on this CPU.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx512 => unsafe { avx512::compare64(ra, chunk) },
-        // SAFETY: as above.
-        #[cfg(target_arch = "x86_64")]
-        Isa::Avx2 => unsafe { avx2::compare64(ra, chunk) },
-        _ => scalar::compare64(ra, chunk),
+/// [`Ops::disc_pop4`]'s and [`Ops::s_pop4`]'s pointer types.
+type TiedPop4<T> = unsafe fn([&[u64]; 4], [&[u64]; 4], &[u64], &[u64]) -> [T; 4];
+
+/// One instruction set's bit-plane loops, chosen once when planes are built
+/// or a [`Bitset`] is made ([`Ops::new`], the way the memchr crate picks its
+/// implementation): the hot path calls through these pointers, with no
+/// dispatch on [`Isa`] per call. The tables are the `OPS` constants of the
+/// per-ISA modules (`scalar::POPCNT_OPS`: the portable loops compiled with
+/// the POPCNT instruction).
+///
+/// The pointers are `unsafe fn`s because the SIMD ones require their CPU
+/// features. An `Ops` is only obtained from [`Ops::new`], which refuses an
+/// instruction set that is not available (its fields are private to this
+/// module and its children, which only fill in the `OPS` constants): that
+/// is what makes every call through it sound.
+#[derive(Debug, Clone, Copy)]
+struct Ops {
+    /// [`scalar::compare64`].
+    compare64: unsafe fn(u32, &[u32]) -> (u64, u64),
+    /// [`scalar::xor_pop4`] (slices of one length, a multiple of 8).
+    xor_pop4: unsafe fn([&[u64]; 4], &[u64]) -> [u64; 4],
+    /// [`scalar::disc_pop4`] (as `xor_pop4`).
+    disc_pop4: TiedPop4<u64>,
+    /// [`scalar::s_pop4`] (as `xor_pop4`).
+    s_pop4: TiedPop4<i64>,
+}
+
+impl Ops {
+    /// The loops of `isa`. Panics (assert) if `isa` is not available.
+    fn new(isa: Isa) -> Self {
+        assert!(isa.is_available(), "{isa} is not available on this CPU");
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => avx512::OPS,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => avx2::OPS,
+            #[cfg(target_arch = "x86_64")]
+            _ if Isa::popcnt_available() => scalar::POPCNT_OPS,
+            _ => scalar::OPS,
+        }
+    }
+
+    /// [`scalar::compare64`].
+    #[inline]
+    fn compare64(&self, ra: u32, chunk: &[u32]) -> (u64, u64) {
+        // SAFETY: `Ops::new` checked that the CPU supports the instruction
+        // set of these loops (for the POPCNT ones, that it has POPCNT).
+        unsafe { (self.compare64)(ra, chunk) }
+    }
+
+    /// [`scalar::xor_pop4`].
+    #[inline]
+    fn xor_pop4(&self, a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
+        // SAFETY: as in `compare64`; the SIMD loops check the lengths.
+        unsafe { (self.xor_pop4)(a, b) }
+    }
+
+    /// [`scalar::disc_pop4`].
+    #[inline]
+    fn disc_pop4(&self, gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [u64; 4] {
+        // SAFETY: as in `xor_pop4`.
+        unsafe { (self.disc_pop4)(gu, uu, gv, uv) }
+    }
+
+    /// [`scalar::s_pop4`].
+    #[inline]
+    fn s_pop4(&self, gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [i64; 4] {
+        // SAFETY: as in `xor_pop4`.
+        unsafe { (self.s_pop4)(gu, uu, gv, uv) }
     }
 }
 
@@ -267,20 +325,25 @@ enum Path {
 #[derive(Debug, Clone)]
 pub struct Bitset {
     isa: Isa,
-    /// The scalar path may use the POPCNT instruction (detected once, here).
-    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-    popcnt: bool,
+    /// The loops of `isa` (the portable ones with POPCNT where the CPU has
+    /// it), chosen once, here.
+    ops: Ops,
+    /// [`one_popcount_budget`] and [`xor_lists_budget`] of `isa` and the
+    /// planes.
+    one_popcount_budget: u64,
+    xor_lists_budget: u64,
     planes: Arc<BitPlanes>,
 }
 
 impl Bitset {
     /// A kernel over `planes`. `isa` must be available (see [`Isa::is_available`]).
     pub fn new(isa: Isa, planes: Arc<BitPlanes>) -> Self {
-        assert!(isa.is_available(), "{isa} is not available on this CPU");
-        let popcnt = Isa::popcnt_available();
+        let ops = Ops::new(isa);
         Self {
             isa,
-            popcnt,
+            ops,
+            one_popcount_budget: one_popcount_budget(isa, planes.words()),
+            xor_lists_budget: xor_lists_budget(isa, planes.words()),
             planes,
         }
     }
@@ -308,7 +371,7 @@ impl Bitset {
     ) {
         let p = &*self.planes;
         let n0 = i64::try_from(m.n0()).expect("n0 fits i64");
-        let budget = one_popcount_budget(self.isa, p.words());
+        let budget = self.one_popcount_budget;
         // Tie-free rows first, then listed tied ones, then the rest: a
         // group of four takes an XOR path only when all four rows allow it,
         // so mixing tied rows into every group (real data: a fifth of the
@@ -333,7 +396,7 @@ impl Bitset {
             sorted = keyed.into_iter().map(|(_, i)| i).collect();
             &sorted
         };
-        let lists_budget = xor_lists_budget(self.isa, p.words());
+        let lists_budget = self.xor_lists_budget;
         // Per column of a group: its path and its counts so far.
         // (`nd` on the tie-free and one-popcount paths, `S` on the other).
         let mut columns: Vec<(Path, [i64; 4])> = Vec::new();
@@ -499,50 +562,17 @@ impl Bitset {
 
     #[inline]
     fn xor_pop4(&self, a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
-        match self.isa {
-            // SAFETY: `new` checked that the CPU supports this instruction set.
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { avx512::xor_pop4(a, b) },
-            // SAFETY: as above.
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => unsafe { avx2::xor_pop4(a, b) },
-            // SAFETY: `new` detected popcnt.
-            #[cfg(target_arch = "x86_64")]
-            _ if self.popcnt => unsafe { scalar::popcnt_xor_pop4(a, b) },
-            _ => scalar::xor_pop4(a, b),
-        }
+        self.ops.xor_pop4(a, b)
     }
 
     #[inline]
     fn disc_pop4(&self, gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [u64; 4] {
-        match self.isa {
-            // SAFETY: `new` checked that the CPU supports this instruction set.
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { avx512::disc_pop4(gu, uu, gv, uv) },
-            // SAFETY: as above.
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => unsafe { avx2::disc_pop4(gu, uu, gv, uv) },
-            // SAFETY: `new` detected popcnt.
-            #[cfg(target_arch = "x86_64")]
-            _ if self.popcnt => unsafe { scalar::popcnt_disc_pop4(gu, uu, gv, uv) },
-            _ => scalar::disc_pop4(gu, uu, gv, uv),
-        }
+        self.ops.disc_pop4(gu, uu, gv, uv)
     }
 
     #[inline]
     fn s_pop4(&self, gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [i64; 4] {
-        match self.isa {
-            // SAFETY: `new` checked that the CPU supports this instruction set.
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx512 => unsafe { avx512::s_pop4(gu, uu, gv, uv) },
-            // SAFETY: as above.
-            #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => unsafe { avx2::s_pop4(gu, uu, gv, uv) },
-            // SAFETY: `new` detected popcnt.
-            #[cfg(target_arch = "x86_64")]
-            _ if self.popcnt => unsafe { scalar::popcnt_s_pop4(gu, uu, gv, uv) },
-            _ => scalar::s_pop4(gu, uu, gv, uv),
-        }
+        self.ops.s_pop4(gu, uu, gv, uv)
     }
 }
 
@@ -591,7 +621,7 @@ mod tests {
                 let words = words_per_plane(n);
                 let planes = |isa| {
                     let (mut g, mut u) = (vec![0u64; words], vec![0u64; words]);
-                    fill_planes(isa, m.ranks(0), &mut g, &mut u);
+                    fill_planes(&Ops::new(isa), m.ranks(0), &mut g, &mut u);
                     (g, u)
                 };
                 let reference = planes(Isa::Scalar);

@@ -4,6 +4,23 @@
 //! enabled (the `popcnt_*` functions), since the baseline x86-64 target
 //! counts bits in software.
 
+/// The portable loops (see [`super::Ops`]).
+pub(super) const OPS: super::Ops = super::Ops {
+    compare64,
+    xor_pop4,
+    disc_pop4,
+    s_pop4,
+};
+
+/// The portable loops compiled with the POPCNT instruction.
+#[cfg(target_arch = "x86_64")]
+pub(super) const POPCNT_OPS: super::Ops = super::Ops {
+    compare64,
+    xor_pop4: popcnt_xor_pop4,
+    disc_pop4: popcnt_disc_pop4,
+    s_pop4: popcnt_s_pop4,
+};
+
 /// The G and L (x_b < x_a) bits of one stretch of a plane row: bit `k` of the first
 /// word is set when `chunk[k] > ra` (`chunk[k]` present), of the second when
 /// `chunk[k] < ra`; `chunk` holds at most 64 ranks, `ra` is present.

@@ -170,11 +170,12 @@ impl TiedPairs {
             rj.len() == n && ranks4.len() == n,
             "lists of another matrix"
         );
-        // SAFETY (both): listed sample indices are below n, the length of
-        // both rank slices (asserted above).
+        // SAFETY: listed sample indices are below n, the length of both
+        // rank slices (asserted above).
         let signs = unsafe { signs4(self.list(j), ranks4) };
         std::array::from_fn(|k| {
             let ti = self.list(rows[k]);
+            // SAFETY: as above: indices below n == rj.len().
             let up = unsafe { ups(ti, rj) };
             2 * i64::from(up) - ti.len() as i64 + i64::from(signs[k])
         })

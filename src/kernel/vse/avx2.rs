@@ -9,9 +9,11 @@
 
 use std::arch::x86_64::*;
 
-use super::merge_passes;
+use super::Isa;
 use super::scalar::lookup;
 use super::vector::{self, Vector};
+
+super::vector::entry_points!(Isa::Avx2, "avx2,popcnt", K32, K64);
 
 /// `LANE_SUM[m]`: the sum of the indices of the set bits of `m`.
 const LANE_SUM: [u8; 256] = {
@@ -245,79 +247,13 @@ fn sort8<const COUNT: bool>(k: &K32, mut x: __m256i, acc: &mut __m256i) -> __m25
     x
 }
 
-/// Sorts every 32-value block of `buf` (see [`vector::sort_blocks`]).
-///
-/// # Safety
-/// The CPU must support AVX2 and POPCNT.
-#[target_feature(enable = "avx2,popcnt")]
-unsafe fn sort_blocks_32<const COUNT: bool>(buf: &mut [u32]) -> u64 {
-    // SAFETY: the caller guarantees the CPU features.
-    let k = unsafe { <K32 as Vector>::new() };
-    vector::sort_blocks::<K32, COUNT>(&k, buf)
-}
-
-/// Merges two runs of whole registers (see [`vector::merge`]).
-///
-/// # Safety
-/// The CPU must support AVX2 and POPCNT.
-#[target_feature(enable = "avx2,popcnt")]
-unsafe fn merge_32<const COUNT: bool>(l: &[u32], r: &[u32], out: &mut [u32]) -> u64 {
-    // SAFETY: the caller guarantees the CPU features.
-    let k = unsafe { <K32 as Vector>::new() };
-    vector::merge::<K32, COUNT>(&k, l, r, out)
-}
-
-/// Sorts `buf` (u32 counting layout, length a multiple of 16) and returns
-/// its strict inversions and whether the result ended in `tmp`.
-///
-/// # Safety
-/// The CPU must support AVX2 and POPCNT.
-#[target_feature(enable = "avx2,popcnt")]
-pub(super) unsafe fn count_u32(buf: &mut [u32], tmp: &mut [u32]) -> (u64, bool) {
-    // SAFETY: the caller guarantees the CPU features.
-    let blocks = unsafe { sort_blocks_32::<true>(buf) };
-    let (merged, in_tmp) = merge_passes(buf, tmp, 32, |l, r, o| {
-        // SAFETY: as above; runs are whole registers.
-        unsafe { merge_32::<true>(l, r, o) }
-    });
-    (blocks + merged, in_tmp)
-}
-
-/// Sorts `buf` (any u32 values, length a multiple of 16); returns whether
-/// the result ended in `tmp`.
-///
-/// # Safety
-/// The CPU must support AVX2 and POPCNT.
-#[target_feature(enable = "avx2,popcnt")]
-pub(super) unsafe fn sort_u32(buf: &mut [u32], tmp: &mut [u32]) -> bool {
-    // SAFETY: the caller guarantees the CPU features.
-    unsafe { sort_blocks_32::<false>(buf) };
-    merge_passes(buf, tmp, 32, |l, r, o| {
-        // SAFETY: as above; runs are whole registers.
-        unsafe { merge_32::<false>(l, r, o) }
-    })
-    .1
-}
-
-/// Sorts every 32-value block of `buf` (any u32 values, length a multiple
-/// of 16); returns the block length.
-///
-/// # Safety
-/// The CPU must support AVX2 and POPCNT.
-#[target_feature(enable = "avx2,popcnt")]
-pub(super) unsafe fn sort_blocks_u32(buf: &mut [u32]) -> usize {
-    // SAFETY: the caller guarantees the CPU features.
-    unsafe { sort_blocks_32::<false>(buf) };
-    32
-}
-
 /// `out[k] = u[order[k]] << 16 | v[order[k]]`. Panics if an index is out of
 /// range.
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn gather_packed(u: &[u32], v: &[u32], order: &[u32], out: &mut [u32]) {
+unsafe fn gather_packed(u: &[u32], v: &[u32], order: &[u32], out: &mut [u32]) {
     let n = order.len();
     assert_eq!(out.len(), n);
     assert!(i32::try_from(u.len().min(v.len())).is_ok());
@@ -360,7 +296,7 @@ pub(super) unsafe fn gather_packed(u: &[u32], v: &[u32], order: &[u32], out: &mu
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn equal_neighbours(x: &[u32], words: &mut [u64]) -> usize {
+unsafe fn equal_neighbours(x: &[u32], words: &mut [u64]) -> usize {
     let pairs = x.len().saturating_sub(1);
     assert!(words.len() * 64 >= pairs);
     let p = x.as_ptr();
@@ -386,7 +322,7 @@ pub(super) unsafe fn equal_neighbours(x: &[u32], words: &mut [u64]) -> usize {
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn gather<const SHIFT: bool>(values: &[u32], order: &[u32], out: &mut [u32]) {
+unsafe fn gather<const SHIFT: bool>(values: &[u32], order: &[u32], out: &mut [u32]) {
     let n = order.len();
     assert_eq!(out.len(), n);
     assert!(i32::try_from(values.len()).is_ok());
@@ -626,56 +562,4 @@ fn hsum64(x: __m256i) -> u64 {
     let s = _mm_add_epi64(_mm256_castsi256_si128(x), _mm256_extracti128_si256::<1>(x));
     let s = _mm_add_epi64(s, _mm_unpackhi_epi64(s, s));
     _mm_cvtsi128_si64(s) as u64
-}
-
-/// Sorts every 8-value block of `buf` (see [`vector::sort_blocks`]).
-///
-/// # Safety
-/// The CPU must support AVX2 and POPCNT.
-#[target_feature(enable = "avx2,popcnt")]
-unsafe fn sort_blocks_64<const COUNT: bool>(buf: &mut [u64]) -> u64 {
-    // SAFETY: the caller guarantees the CPU features.
-    let k = unsafe { <K64 as Vector>::new() };
-    vector::sort_blocks::<K64, COUNT>(&k, buf)
-}
-
-/// [`merge_32`] for u64 lanes.
-///
-/// # Safety
-/// The CPU must support AVX2 and POPCNT.
-#[target_feature(enable = "avx2,popcnt")]
-unsafe fn merge_64<const COUNT: bool>(l: &[u64], r: &[u64], out: &mut [u64]) -> u64 {
-    // SAFETY: the caller guarantees the CPU features.
-    let k = unsafe { <K64 as Vector>::new() };
-    vector::merge::<K64, COUNT>(&k, l, r, out)
-}
-
-/// [`count_u32`] for the u64 counting layout.
-///
-/// # Safety
-/// The CPU must support AVX2 and POPCNT.
-#[target_feature(enable = "avx2,popcnt")]
-pub(super) unsafe fn count_u64(buf: &mut [u64], tmp: &mut [u64]) -> (u64, bool) {
-    // SAFETY: the caller guarantees the CPU features.
-    let blocks = unsafe { sort_blocks_64::<true>(buf) };
-    let (merged, in_tmp) = merge_passes(buf, tmp, 8, |l, r, o| {
-        // SAFETY: as above; runs are whole registers.
-        unsafe { merge_64::<true>(l, r, o) }
-    });
-    (blocks + merged, in_tmp)
-}
-
-/// [`sort_u32`] for u64 keys.
-///
-/// # Safety
-/// The CPU must support AVX2 and POPCNT.
-#[target_feature(enable = "avx2,popcnt")]
-pub(super) unsafe fn sort_u64(buf: &mut [u64], tmp: &mut [u64]) -> bool {
-    // SAFETY: the caller guarantees the CPU features.
-    unsafe { sort_blocks_64::<false>(buf) };
-    merge_passes(buf, tmp, 8, |l, r, o| {
-        // SAFETY: as above; runs are whole registers.
-        unsafe { merge_64::<false>(l, r, o) }
-    })
-    .1
 }

@@ -9,9 +9,11 @@
 
 use std::arch::x86_64::*;
 
-use super::merge_passes;
+use super::Isa;
 use super::scalar::lookup;
 use super::vector::{self, Vector};
+
+super::vector::entry_points!(Isa::Avx512, "avx512f,popcnt", K32, K64);
 
 /// Sum of the sixteen u32 lanes, widened first: a merge of up to 2^31
 /// values can sum past u32 even though no lane overflows.
@@ -225,79 +227,13 @@ fn sort16<const COUNT: bool>(k: &K32, mut x: __m512i, acc: &mut __m512i) -> __m5
     x
 }
 
-/// Sorts every 64-value block of `buf` (see [`vector::sort_blocks`]).
-///
-/// # Safety
-/// The CPU must support AVX-512F and POPCNT.
-#[target_feature(enable = "avx512f,popcnt")]
-unsafe fn sort_blocks_32<const COUNT: bool>(buf: &mut [u32]) -> u64 {
-    // SAFETY: the caller guarantees the CPU features.
-    let k = unsafe { <K32 as Vector>::new() };
-    vector::sort_blocks::<K32, COUNT>(&k, buf)
-}
-
-/// Merges two runs of whole registers (see [`vector::merge`]).
-///
-/// # Safety
-/// The CPU must support AVX-512F and POPCNT.
-#[target_feature(enable = "avx512f,popcnt")]
-unsafe fn merge_32<const COUNT: bool>(l: &[u32], r: &[u32], out: &mut [u32]) -> u64 {
-    // SAFETY: the caller guarantees the CPU features.
-    let k = unsafe { <K32 as Vector>::new() };
-    vector::merge::<K32, COUNT>(&k, l, r, out)
-}
-
-/// Sorts `buf` (u32 counting layout, length a multiple of 16) and returns
-/// its strict inversions and whether the result ended in `tmp`.
-///
-/// # Safety
-/// The CPU must support AVX-512F and POPCNT.
-#[target_feature(enable = "avx512f,popcnt")]
-pub(super) unsafe fn count_u32(buf: &mut [u32], tmp: &mut [u32]) -> (u64, bool) {
-    // SAFETY: the caller guarantees the CPU features.
-    let blocks = unsafe { sort_blocks_32::<true>(buf) };
-    let (merged, in_tmp) = merge_passes(buf, tmp, 64, |l, r, o| {
-        // SAFETY: as above; runs are whole registers.
-        unsafe { merge_32::<true>(l, r, o) }
-    });
-    (blocks + merged, in_tmp)
-}
-
-/// Sorts `buf` (any u32 values, length a multiple of 16); returns whether
-/// the result ended in `tmp`.
-///
-/// # Safety
-/// The CPU must support AVX-512F and POPCNT.
-#[target_feature(enable = "avx512f,popcnt")]
-pub(super) unsafe fn sort_u32(buf: &mut [u32], tmp: &mut [u32]) -> bool {
-    // SAFETY: the caller guarantees the CPU features.
-    unsafe { sort_blocks_32::<false>(buf) };
-    merge_passes(buf, tmp, 64, |l, r, o| {
-        // SAFETY: as above; runs are whole registers.
-        unsafe { merge_32::<false>(l, r, o) }
-    })
-    .1
-}
-
-/// Sorts every 64-value block of `buf` (any u32 values, length a multiple
-/// of 16); returns the block length.
-///
-/// # Safety
-/// The CPU must support AVX-512F and POPCNT.
-#[target_feature(enable = "avx512f,popcnt")]
-pub(super) unsafe fn sort_blocks_u32(buf: &mut [u32]) -> usize {
-    // SAFETY: the caller guarantees the CPU features.
-    unsafe { sort_blocks_32::<false>(buf) };
-    64
-}
-
 /// `out[k] = u[order[k]] << 16 | v[order[k]]`. Panics if an index is out of
 /// range.
 ///
 /// # Safety
 /// The CPU must support AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn gather_packed(u: &[u32], v: &[u32], order: &[u32], out: &mut [u32]) {
+unsafe fn gather_packed(u: &[u32], v: &[u32], order: &[u32], out: &mut [u32]) {
     let n = order.len();
     assert_eq!(out.len(), n);
     assert!(i32::try_from(u.len().min(v.len())).is_ok());
@@ -335,7 +271,7 @@ pub(super) unsafe fn gather_packed(u: &[u32], v: &[u32], order: &[u32], out: &mu
 /// # Safety
 /// The CPU must support AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn equal_neighbours(x: &[u32], words: &mut [u64]) -> usize {
+unsafe fn equal_neighbours(x: &[u32], words: &mut [u64]) -> usize {
     let pairs = x.len().saturating_sub(1);
     assert!(words.len() * 64 >= pairs);
     let p = x.as_ptr();
@@ -361,7 +297,7 @@ pub(super) unsafe fn equal_neighbours(x: &[u32], words: &mut [u64]) -> usize {
 /// # Safety
 /// The CPU must support AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub(super) unsafe fn gather<const SHIFT: bool>(values: &[u32], order: &[u32], out: &mut [u32]) {
+unsafe fn gather<const SHIFT: bool>(values: &[u32], order: &[u32], out: &mut [u32]) {
     let n = order.len();
     assert_eq!(out.len(), n);
     assert!(i32::try_from(values.len()).is_ok());
@@ -566,56 +502,4 @@ fn sort8<const COUNT: bool>(k: &K64, mut x: __m512i, acc: &mut __m512i) -> __m51
         k.tally_pos(acc, x, k.iota[0]);
     }
     x
-}
-
-/// Sorts every 16-value block of `buf` (see [`vector::sort_blocks`]).
-///
-/// # Safety
-/// The CPU must support AVX-512F and POPCNT.
-#[target_feature(enable = "avx512f,popcnt")]
-unsafe fn sort_blocks_64<const COUNT: bool>(buf: &mut [u64]) -> u64 {
-    // SAFETY: the caller guarantees the CPU features.
-    let k = unsafe { <K64 as Vector>::new() };
-    vector::sort_blocks::<K64, COUNT>(&k, buf)
-}
-
-/// [`merge_32`] for u64 lanes.
-///
-/// # Safety
-/// The CPU must support AVX-512F and POPCNT.
-#[target_feature(enable = "avx512f,popcnt")]
-unsafe fn merge_64<const COUNT: bool>(l: &[u64], r: &[u64], out: &mut [u64]) -> u64 {
-    // SAFETY: the caller guarantees the CPU features.
-    let k = unsafe { <K64 as Vector>::new() };
-    vector::merge::<K64, COUNT>(&k, l, r, out)
-}
-
-/// [`count_u32`] for the u64 counting layout.
-///
-/// # Safety
-/// The CPU must support AVX-512F and POPCNT.
-#[target_feature(enable = "avx512f,popcnt")]
-pub(super) unsafe fn count_u64(buf: &mut [u64], tmp: &mut [u64]) -> (u64, bool) {
-    // SAFETY: the caller guarantees the CPU features.
-    let blocks = unsafe { sort_blocks_64::<true>(buf) };
-    let (merged, in_tmp) = merge_passes(buf, tmp, 16, |l, r, o| {
-        // SAFETY: as above; runs are whole registers.
-        unsafe { merge_64::<true>(l, r, o) }
-    });
-    (blocks + merged, in_tmp)
-}
-
-/// [`sort_u32`] for u64 keys.
-///
-/// # Safety
-/// The CPU must support AVX-512F and POPCNT.
-#[target_feature(enable = "avx512f,popcnt")]
-pub(super) unsafe fn sort_u64(buf: &mut [u64], tmp: &mut [u64]) -> bool {
-    // SAFETY: the caller guarantees the CPU features.
-    unsafe { sort_blocks_64::<false>(buf) };
-    merge_passes(buf, tmp, 16, |l, r, o| {
-        // SAFETY: as above; runs are whole registers.
-        unsafe { merge_64::<false>(l, r, o) }
-    })
-    .1
 }

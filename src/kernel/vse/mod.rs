@@ -131,142 +131,158 @@ fn merge_passes<T: Copy>(
     (count, in_tmp)
 }
 
-/// Strict inversions of `buf` (u32 counting layout: values `v << 1`, bit 0
-/// ignored; length a multiple of [`PAD`]) while sorting it; the sorted
-/// values end in `buf`, or in `tmp` when the flag is set.
-fn count_layout_u32(isa: Isa, buf: &mut [u32], tmp: &mut [u32]) -> (u64, bool) {
-    debug_assert_eq!(buf.len() % PAD, 0);
-    debug_assert_eq!(tmp.len(), buf.len());
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Vse::new` and the public functions assert that the CPU
-        // supports `isa`; the length is a multiple of 16.
-        Isa::Avx512 => unsafe { avx512::count_u32(buf, tmp) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Isa::Avx2 => unsafe { avx2::count_u32(buf, tmp) },
-        _ => scalar::count(buf, tmp),
-    }
+/// [`Ops::gather_packed`]'s pointer type.
+type GatherPacked = unsafe fn(&[u32], &[u32], &[u32], &mut [u32]);
+
+/// One instruction set's VSE paths, chosen once when a [`Vse`] is built
+/// ([`Ops::new`], the way the memchr crate picks its implementation): the
+/// hot path calls through these pointers, with no dispatch on [`Isa`] per
+/// call. The per-ISA tables are the `OPS` constants of the `scalar` module
+/// and of the SIMD modules (made by [`vector::entry_points`]).
+///
+/// The pointers are `unsafe fn`s because the SIMD ones require their CPU
+/// features. An `Ops` is only obtained from [`Ops::new`], which refuses an
+/// instruction set that is not available (its fields are private to this
+/// module and its children, which only fill in the `OPS` constants): that
+/// is what makes every call through it sound.
+#[derive(Debug, Clone, Copy)]
+struct Ops {
+    isa: Isa,
+    /// Strict inversions of a buffer in the u32 counting layout (length a
+    /// multiple of [`PAD`]) while sorting it; whether it ended in `tmp`.
+    count_u32: unsafe fn(&mut [u32], &mut [u32]) -> (u64, bool),
+    /// `count_u32` for the u64 counting layout.
+    count_u64: unsafe fn(&mut [u64], &mut [u64]) -> (u64, bool),
+    /// Sorts any u32 values (length a multiple of [`PAD`]); whether the
+    /// result ended in `tmp`.
+    sort_u32: unsafe fn(&mut [u32], &mut [u32]) -> bool,
+    /// `sort_u32` for u64 keys.
+    sort_u64: unsafe fn(&mut [u64], &mut [u64]) -> bool,
+    /// Sorts every block (length a multiple of [`PAD`]); the block length.
+    sort_blocks_u32: unsafe fn(&mut [u32]) -> usize,
+    /// `out[k] = values[order[k]]` (values below 2^31 entries).
+    gather: unsafe fn(&[u32], &[u32], &mut [u32]),
+    /// `out[k] = values[order[k]] << 1` (values below 2^31 entries).
+    gather_shifted: unsafe fn(&[u32], &[u32], &mut [u32]),
+    /// `out[k] = u[order[k]] << 16 | v[order[k]]` (u, v below 2^31 entries).
+    gather_packed: GatherPacked,
+    /// The equal-neighbour bits of `x[..k]` for a returned `k`.
+    equal_neighbours: unsafe fn(&[u32], &mut [u64]) -> usize,
 }
 
-/// [`count_layout_u32`] for the u64 counting layout.
-fn count_layout_u64(isa: Isa, buf: &mut [u64], tmp: &mut [u64]) -> (u64, bool) {
-    debug_assert_eq!(buf.len() % PAD, 0);
-    debug_assert_eq!(tmp.len(), buf.len());
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Vse::new` and the public functions assert that the CPU
-        // supports `isa`; the length is a multiple of 16.
-        Isa::Avx512 => unsafe { avx512::count_u64(buf, tmp) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Isa::Avx2 => unsafe { avx2::count_u64(buf, tmp) },
-        _ => scalar::count(buf, tmp),
+impl Ops {
+    /// The paths of `isa`. Panics (assert) if `isa` is not available.
+    fn new(isa: Isa) -> Self {
+        assert!(
+            isa.is_available(),
+            "instruction set {} is not available on this CPU",
+            isa.name()
+        );
+        match isa {
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx512 => avx512::OPS,
+            #[cfg(target_arch = "x86_64")]
+            Isa::Avx2 => avx2::OPS,
+            _ => scalar::OPS,
+        }
     }
-}
 
-/// Sorts `buf` (any values; length a multiple of [`PAD`]); the result ends
-/// in `buf`, or in `tmp` when it returns `true`.
-fn sort_u32(isa: Isa, buf: &mut [u32], tmp: &mut [u32]) -> bool {
-    debug_assert_eq!(buf.len() % PAD, 0);
-    debug_assert_eq!(tmp.len(), buf.len());
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Vse::new` asserts that the CPU supports `isa`; the length
-        // is a multiple of 16.
-        Isa::Avx512 => unsafe { avx512::sort_u32(buf, tmp) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Isa::Avx2 => unsafe { avx2::sort_u32(buf, tmp) },
-        _ => scalar::sort(buf, tmp),
+    /// Strict inversions of `buf` (u32 counting layout: values `v << 1`,
+    /// bit 0 ignored; length a multiple of [`PAD`]) while sorting it; the
+    /// sorted values end in `buf`, or in `tmp` when the flag is set.
+    #[inline]
+    fn count_u32(&self, buf: &mut [u32], tmp: &mut [u32]) -> (u64, bool) {
+        debug_assert_eq!(buf.len() % PAD, 0);
+        debug_assert_eq!(tmp.len(), buf.len());
+        // SAFETY: `Ops::new` checked that the CPU supports `self.isa`; the
+        // SIMD paths assert the length they need (a multiple of 16).
+        unsafe { (self.count_u32)(buf, tmp) }
     }
-}
 
-/// [`sort_u32`] for u64 keys.
-fn sort_u64(isa: Isa, buf: &mut [u64], tmp: &mut [u64]) -> bool {
-    debug_assert_eq!(buf.len() % PAD, 0);
-    debug_assert_eq!(tmp.len(), buf.len());
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Vse::new` asserts that the CPU supports `isa`; the length
-        // is a multiple of 16.
-        Isa::Avx512 => unsafe { avx512::sort_u64(buf, tmp) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Isa::Avx2 => unsafe { avx2::sort_u64(buf, tmp) },
-        _ => scalar::sort(buf, tmp),
+    /// [`Ops::count_u32`] for the u64 counting layout.
+    #[inline]
+    fn count_u64(&self, buf: &mut [u64], tmp: &mut [u64]) -> (u64, bool) {
+        debug_assert_eq!(buf.len() % PAD, 0);
+        debug_assert_eq!(tmp.len(), buf.len());
+        // SAFETY: as in `count_u32`.
+        unsafe { (self.count_u64)(buf, tmp) }
     }
-}
 
-/// `out[k] = values[order[k]] << 1` (the u32 counting layout in `order`).
-/// Panics if an index of `order` is out of range.
-fn gather_shifted(isa: Isa, values: &[u32], order: &[u32], out: &mut [u32]) {
-    debug_assert_eq!(order.len(), out.len());
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Vse::new` asserts that the CPU supports `isa`.
-        Isa::Avx512 if values.len() <= i32::MAX as usize => unsafe {
-            avx512::gather::<true>(values, order, out)
-        },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Isa::Avx2 if values.len() <= i32::MAX as usize => unsafe {
-            avx2::gather::<true>(values, order, out)
-        },
-        _ => scalar::gather::<true>(values, order, out),
+    /// Sorts `buf` (any values; length a multiple of [`PAD`]); the result
+    /// ends in `buf`, or in `tmp` when it returns `true`.
+    #[inline]
+    fn sort_u32(&self, buf: &mut [u32], tmp: &mut [u32]) -> bool {
+        debug_assert_eq!(buf.len() % PAD, 0);
+        debug_assert_eq!(tmp.len(), buf.len());
+        // SAFETY: as in `count_u32`.
+        unsafe { (self.sort_u32)(buf, tmp) }
     }
-}
 
-/// Sorts every block of `buf` (any values; length a multiple of [`PAD`])
-/// with `isa`'s block sort; returns the block length.
-fn sort_blocks_u32(isa: Isa, buf: &mut [u32]) -> usize {
-    debug_assert_eq!(buf.len() % PAD, 0);
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Vse::new` asserts that the CPU supports `isa`; the length
-        // is a multiple of 16.
-        Isa::Avx512 => unsafe { avx512::sort_blocks_u32(buf) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Isa::Avx2 => unsafe { avx2::sort_blocks_u32(buf) },
-        _ => scalar::sort_blocks(buf),
+    /// [`Ops::sort_u32`] for u64 keys.
+    #[inline]
+    fn sort_u64(&self, buf: &mut [u64], tmp: &mut [u64]) -> bool {
+        debug_assert_eq!(buf.len() % PAD, 0);
+        debug_assert_eq!(tmp.len(), buf.len());
+        // SAFETY: as in `count_u32`.
+        unsafe { (self.sort_u64)(buf, tmp) }
     }
-}
 
-/// `out[k] = u[order[k]] << 16 | v[order[k]]`. Panics if an index is out of
-/// range.
-fn gather_packed(isa: Isa, u: &[u32], v: &[u32], order: &[u32], out: &mut [u32]) {
-    debug_assert_eq!(order.len(), out.len());
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Vse::new` asserts that the CPU supports `isa`.
-        Isa::Avx512 if u.len() <= i32::MAX as usize && v.len() <= i32::MAX as usize => unsafe {
-            avx512::gather_packed(u, v, order, out)
-        },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Isa::Avx2 if u.len() <= i32::MAX as usize && v.len() <= i32::MAX as usize => unsafe {
-            avx2::gather_packed(u, v, order, out)
-        },
-        _ => scalar::gather_packed(u, v, order, out),
+    /// `out[k] = values[order[k]] << 1` (the u32 counting layout in
+    /// `order`). Panics if an index of `order` is out of range.
+    #[inline]
+    fn gather_shifted(&self, values: &[u32], order: &[u32], out: &mut [u32]) {
+        debug_assert_eq!(order.len(), out.len());
+        if values.len() > i32::MAX as usize {
+            return scalar::gather::<true>(values, order, out);
+        }
+        // SAFETY: `Ops::new` checked that the CPU supports `self.isa`; the
+        // SIMD gathers index with i32 lanes, which reach every value here.
+        unsafe { (self.gather_shifted)(values, order, out) }
     }
-}
 
-/// `out[k] = values[order[k]]`. Panics if an index is out of range.
-fn gather(isa: Isa, values: &[u32], order: &[u32], out: &mut [u32]) {
-    debug_assert_eq!(order.len(), out.len());
-    match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Vse::new` asserts that the CPU supports `isa`.
-        Isa::Avx512 if values.len() <= i32::MAX as usize => unsafe {
-            avx512::gather::<false>(values, order, out)
-        },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Isa::Avx2 if values.len() <= i32::MAX as usize => unsafe {
-            avx2::gather::<false>(values, order, out)
-        },
-        _ => scalar::gather::<false>(values, order, out),
+    /// Sorts every block of `buf` (any values; length a multiple of
+    /// [`PAD`]) with the instruction set's block sort; returns the block
+    /// length.
+    #[inline]
+    fn sort_blocks_u32(&self, buf: &mut [u32]) -> usize {
+        debug_assert_eq!(buf.len() % PAD, 0);
+        // SAFETY: as in `count_u32`.
+        unsafe { (self.sort_blocks_u32)(buf) }
+    }
+
+    /// `out[k] = u[order[k]] << 16 | v[order[k]]`. Panics if an index is
+    /// out of range.
+    #[inline]
+    fn gather_packed(&self, u: &[u32], v: &[u32], order: &[u32], out: &mut [u32]) {
+        debug_assert_eq!(order.len(), out.len());
+        if u.len() > i32::MAX as usize || v.len() > i32::MAX as usize {
+            return scalar::gather_packed(u, v, order, out);
+        }
+        // SAFETY: as in `gather_shifted`.
+        unsafe { (self.gather_packed)(u, v, order, out) }
+    }
+
+    /// `out[k] = values[order[k]]`. Panics if an index is out of range.
+    #[inline]
+    fn gather(&self, values: &[u32], order: &[u32], out: &mut [u32]) {
+        debug_assert_eq!(order.len(), out.len());
+        if values.len() > i32::MAX as usize {
+            return scalar::gather::<false>(values, order, out);
+        }
+        // SAFETY: as in `gather_shifted`.
+        unsafe { (self.gather)(values, order, out) }
+    }
+
+    /// Bit `k % 64` of word `k / 64` is set when `x[k] == x[k + 1]`.
+    fn equal_neighbours(&self, x: &[u32], words: &mut Vec<u64>) {
+        words.clear();
+        words.resize(x.len().div_ceil(64), 0);
+        // SAFETY: `Ops::new` checked that the CPU supports `self.isa`; the
+        // SIMD paths assert that `words` covers `x`.
+        let done = unsafe { (self.equal_neighbours)(x, words) };
+        for k in done..x.len().saturating_sub(1) {
+            words[k / 64] |= u64::from(x[k] == x[k + 1]) << (k % 64);
+        }
     }
 }
 
@@ -279,24 +295,6 @@ fn tie_pairs_sorted<T: Copy + Eq>(sorted: &[T]) -> u64 {
         pairs += run;
     }
     pairs
-}
-
-/// Bit `k % 64` of word `k / 64` is set when `x[k] == x[k + 1]`.
-fn equal_neighbours(isa: Isa, x: &[u32], words: &mut Vec<u64>) {
-    words.clear();
-    words.resize(x.len().div_ceil(64), 0);
-    let done = match isa {
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: `Vse::new` asserts that the CPU supports `isa`.
-        Isa::Avx512 => unsafe { avx512::equal_neighbours(x, words) },
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: as above.
-        Isa::Avx2 => unsafe { avx2::equal_neighbours(x, words) },
-        _ => 0,
-    };
-    for k in done..x.len().saturating_sub(1) {
-        words[k / 64] |= u64::from(x[k] == x[k + 1]) << (k % 64);
-    }
 }
 
 /// The first set bit at or after `from`.
@@ -335,7 +333,8 @@ fn next_clear(words: &[u64], from: usize) -> usize {
 /// reused across pairs.
 #[derive(Debug)]
 pub struct Vse {
-    isa: Isa,
+    /// The chosen instruction set's paths.
+    ops: Ops,
     /// Use u64 packing and u64 counting whatever `n` (tests of the u64 path).
     force_u64: bool,
     /// Force step 1's strategy for ties in `u`: `Some(true)` block-sorts the
@@ -356,14 +355,10 @@ impl Vse {
     /// `isa`. Panics (assert) if `isa` is not available — callers check
     /// first.
     pub fn new(isa: Isa, samples: usize) -> Self {
-        assert!(
-            isa.is_available(),
-            "instruction set {} is not available on this CPU",
-            isa.name()
-        );
+        let ops = Ops::new(isa);
         let cap = padded(samples);
         Self {
-            isa,
+            ops,
             force_u64: false,
             packed_ties: None,
             a32: Vec::with_capacity(cap),
@@ -378,7 +373,7 @@ impl Vse {
 
     /// The instruction set this kernel runs on.
     pub fn isa(&self) -> Isa {
-        self.isa
+        self.ops.isa
     }
 
     /// `S = nc - nd` for two genes given as dense rank vectors (`u`, `v`,
@@ -457,17 +452,17 @@ impl Vse {
     ) -> (u64, u64) {
         let n = u.len();
         let len = padded(n);
-        let isa = self.isa;
+        let ops = &self.ops;
         self.a32.resize(len, 0);
         self.b32.resize(len, 0);
-        gather_shifted(isa, v, order, &mut self.a32[..n]);
+        ops.gather_shifted(v, order, &mut self.a32[..n]);
         self.a32[n..].fill(SENTINEL_COUNT_U32);
         let mut n3 = 0;
         if n1 > 0 {
             self.c32.resize(n, 0);
-            gather(isa, u, order, &mut self.c32[..n]);
+            ops.gather(u, order, &mut self.c32[..n]);
             n3 = sort_tie_runs(
-                isa,
+                ops,
                 &self.c32[..n],
                 &mut self.a32[..n],
                 &mut self.runs,
@@ -475,7 +470,7 @@ impl Vse {
                 n2 > 0,
             );
         }
-        let (nd, _) = count_layout_u32(isa, &mut self.a32, &mut self.b32);
+        let (nd, _) = ops.count_u32(&mut self.a32, &mut self.b32);
         (n3, nd)
     }
 
@@ -486,15 +481,15 @@ impl Vse {
     fn amortised_packed_u32(&mut self, u: &[u32], order: &[u32], v: &[u32], n2: u64) -> (u64, u64) {
         let n = u.len();
         let len = padded(n);
-        let isa = self.isa;
+        let ops = &self.ops;
         self.c32.resize(len, 0);
-        gather_packed(isa, u, v, order, &mut self.c32[..n]);
+        ops.gather_packed(u, v, order, &mut self.c32[..n]);
         self.c32[n..].fill(u32::MAX);
-        let width = sort_blocks_u32(isa, &mut self.c32);
+        let width = ops.sort_blocks_u32(&mut self.c32);
         let keys = &mut self.c32[..n];
-        fix_straddling_runs(isa, keys, width, &mut self.d32);
+        fix_straddling_runs(ops, keys, width, &mut self.d32);
         let n3 = if n2 > 0 {
-            joint_ties(isa, keys, &mut self.runs)
+            joint_ties(ops, keys, &mut self.runs)
         } else {
             0
         };
@@ -502,7 +497,7 @@ impl Vse {
         self.a32.extend(keys.iter().map(|&k| (k & 0xFFFF) << 1));
         self.a32.resize(len, SENTINEL_COUNT_U32);
         self.b32.resize(len, 0);
-        let (nd, _) = count_layout_u32(isa, &mut self.a32, &mut self.b32);
+        let (nd, _) = ops.count_u32(&mut self.a32, &mut self.b32);
         (n3, nd)
     }
 
@@ -543,7 +538,7 @@ impl Vse {
                 start = end;
             }
         }
-        let (nd, _) = count_layout_u64(self.isa, &mut self.a64, &mut self.b64);
+        let (nd, _) = self.ops.count_u64(&mut self.a64, &mut self.b64);
         (n3, nd)
     }
 
@@ -551,20 +546,20 @@ impl Vse {
     fn unamortised_u32(&mut self, u: &[u32], v: &[u32], ties: bool) -> (u64, u64) {
         let n = u.len();
         let len = padded(n);
-        let isa = self.isa;
+        let ops = &self.ops;
         self.a32.clear();
         self.a32
             .extend(u.iter().zip(v).map(|(&x, &y)| (x << 16) | (y & 0xFFFF)));
         self.a32.resize(len, u32::MAX);
         self.b32.resize(len, 0);
-        let in_tmp = sort_u32(isa, &mut self.a32, &mut self.b32);
+        let in_tmp = ops.sort_u32(&mut self.a32, &mut self.b32);
         let (keys, seq) = if in_tmp {
             (&self.b32, &mut self.a32)
         } else {
             (&self.a32, &mut self.b32)
         };
         let n3 = if ties {
-            joint_ties(isa, &keys[..n], &mut self.runs)
+            joint_ties(ops, &keys[..n], &mut self.runs)
         } else {
             0
         };
@@ -574,7 +569,7 @@ impl Vse {
         seq[n..].fill(SENTINEL_COUNT_U32);
         self.c32.resize(len, 0);
         let seq = if in_tmp { &mut self.a32 } else { &mut self.b32 };
-        let (nd, _) = count_layout_u32(isa, seq, &mut self.c32);
+        let (nd, _) = ops.count_u32(seq, &mut self.c32);
         (n3, nd)
     }
 
@@ -583,7 +578,7 @@ impl Vse {
     fn unamortised_u64(&mut self, u: &[u32], v: &[u32], ties: bool) -> (u64, u64) {
         let n = u.len();
         let len = padded(n);
-        let isa = self.isa;
+        let ops = &self.ops;
         self.a64.clear();
         self.a64.extend(
             u.iter()
@@ -592,7 +587,7 @@ impl Vse {
         );
         self.a64.resize(len, u64::MAX);
         self.b64.resize(len, 0);
-        let in_tmp = sort_u64(isa, &mut self.a64, &mut self.b64);
+        let in_tmp = ops.sort_u64(&mut self.a64, &mut self.b64);
         let (keys, seq) = if in_tmp {
             (&mut self.b64, &mut self.a64)
         } else {
@@ -608,13 +603,13 @@ impl Vse {
                 *s = (k & 0xFFFF_FFFF) << 1;
             }
             seq[n..].fill(SENTINEL_COUNT_U64);
-            count_layout_u64(isa, seq, keys).0
+            ops.count_u64(seq, keys).0
         } else {
             self.a32.clear();
             self.a32.extend(keys[..n].iter().map(|&k| (k as u32) << 1));
             self.a32.resize(len, SENTINEL_COUNT_U32);
             self.b32.resize(len, 0);
-            count_layout_u32(isa, &mut self.a32, &mut self.b32).0
+            ops.count_u32(&mut self.a32, &mut self.b32).0
         };
         (n3, nd)
     }
@@ -628,11 +623,11 @@ fn finish(n: usize, n1: u64, n2: u64, n3: u64, nd: u64) -> i64 {
     s as i64
 }
 
-/// Sorts one run of keys: by insertion when short, else by `isa`'s sort.
-fn sort_run(isa: Isa, run: &mut [u32], scratch: &mut Vec<u32>) {
+/// Sorts one run of keys: by insertion when short, else by `ops`' sort.
+fn sort_run(ops: &Ops, run: &mut [u32], scratch: &mut Vec<u32>) {
     if run.len() <= INSERTION_RUN {
         gse::insertion_sort(run);
-    } else if isa == Isa::Scalar {
+    } else if ops.isa == Isa::Scalar {
         run.sort_unstable();
     } else {
         let len = padded(run.len());
@@ -640,7 +635,7 @@ fn sort_run(isa: Isa, run: &mut [u32], scratch: &mut Vec<u32>) {
         scratch.extend_from_slice(run);
         scratch.resize(2 * len, u32::MAX);
         let (a, b) = scratch.split_at_mut(len);
-        let sorted = if sort_u32(isa, a, b) { b } else { a };
+        let sorted = if ops.sort_u32(a, b) { b } else { a };
         run.copy_from_slice(&sorted[..run.len()]);
     }
 }
@@ -648,7 +643,7 @@ fn sort_run(isa: Isa, run: &mut [u32], scratch: &mut Vec<u32>) {
 /// Packed keys `u << 16 | v` in `u` order whose blocks of `width` are
 /// sorted: sorts the runs of equal `u` that straddle a block boundary out of
 /// order, which completes the sort.
-fn fix_straddling_runs(isa: Isa, keys: &mut [u32], width: usize, scratch: &mut Vec<u32>) {
+fn fix_straddling_runs(ops: &Ops, keys: &mut [u32], width: usize, scratch: &mut Vec<u32>) {
     let n = keys.len();
     let mut b = width;
     while b < n {
@@ -666,7 +661,7 @@ fn fix_straddling_runs(isa: Isa, keys: &mut [u32], width: usize, scratch: &mut V
         while end < n && keys[end] >> 16 == rank {
             end += 1;
         }
-        sort_run(isa, &mut keys[start..end], scratch);
+        sort_run(ops, &mut keys[start..end], scratch);
         b = end.next_multiple_of(width).max(b + width);
     }
 }
@@ -682,8 +677,8 @@ fn fix_straddling_runs(isa: Isa, keys: &mut [u32], width: usize, scratch: &mut V
 /// bits each) are walked run by run and add `m'(m'+1)/2`, so long groups
 /// (many equal pairs, as zeros in count data) cost one walk, not one pass
 /// over all words per member.
-fn joint_ties(isa: Isa, keys: &[u32], words: &mut Vec<u64>) -> u64 {
-    equal_neighbours(isa, keys, words);
+fn joint_ties(ops: &Ops, keys: &[u32], words: &mut Vec<u64>) -> u64 {
+    ops.equal_neighbours(keys, words);
     let mut n3 = 0u64;
     for _ in 0..JOINT_TIE_PASSES {
         let mut carry = 0u64;
@@ -715,14 +710,14 @@ const JOINT_TIE_PASSES: usize = 4;
 /// Sorts each run of equal values of `us` (the `u` ranks in `order`) of `seq`
 /// (u32 counting layout) ascending; returns the joint ties `n3` when `count`.
 fn sort_tie_runs(
-    isa: Isa,
+    ops: &Ops,
     us: &[u32],
     seq: &mut [u32],
     words: &mut Vec<u64>,
     scratch: &mut Vec<u32>,
     count: bool,
 ) -> u64 {
-    equal_neighbours(isa, us, words);
+    ops.equal_neighbours(us, words);
     let mut n3 = 0u64;
     let mut from = 0;
     while let Some(start) = next_set(words, from) {
@@ -735,7 +730,7 @@ fn sort_tie_runs(
             run[1] = a.max(b);
             n3 += u64::from(count && a == b);
         } else {
-            sort_run(isa, run, scratch);
+            sort_run(ops, run, scratch);
             if count {
                 n3 += tie_pairs_sorted(run);
             }

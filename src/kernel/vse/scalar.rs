@@ -3,7 +3,7 @@
 //! branch-free scalar merges. It compares whole values, so it needs no tags
 //! and accepts any values, padded or not.
 
-use super::merge_passes;
+use super::{Isa, Ops, merge_passes};
 use crate::kernel::gse::insertion_sort as insertion_count;
 
 /// Elements per insertion-sorted block (one AVX-512 register of u32).
@@ -75,6 +75,25 @@ pub(super) fn gather<const SHIFT: bool>(values: &[u32], order: &[u32], out: &mut
         *o = lookup(values, k) << u32::from(SHIFT);
     }
 }
+
+/// No equal-neighbour bits: the caller sets them all.
+fn equal_neighbours(_: &[u32], _: &mut [u64]) -> usize {
+    0
+}
+
+/// The portable paths (see [`Ops`]): they need no CPU feature.
+pub(super) const OPS: Ops = Ops {
+    isa: Isa::Scalar,
+    count_u32: count::<u32>,
+    count_u64: count::<u64>,
+    sort_u32: sort::<u32>,
+    sort_u64: sort::<u64>,
+    sort_blocks_u32: sort_blocks::<u32>,
+    gather: gather::<false>,
+    gather_shifted: gather::<true>,
+    gather_packed,
+    equal_neighbours,
+};
 
 /// `values[k]`; panics with a clear message if `k` is out of range.
 #[inline]

@@ -23,7 +23,7 @@ macro_rules! count_inversions_in {
             let mut a: Vec<$t> = seq.iter().map(|&x| x << 1).collect();
             a.resize(padded(n), $sentinel);
             let mut b = vec![0; a.len()];
-            let (count, in_tmp) = $layout(isa, &mut a, &mut b);
+            let (count, in_tmp) = Ops::new(isa).$layout(&mut a, &mut b);
             let sorted = if in_tmp { &b[..n] } else { &a[..n] };
             for (s, &x) in seq.iter_mut().zip(sorted) {
                 *s = x >> 1;
@@ -33,13 +33,8 @@ macro_rules! count_inversions_in {
     };
 }
 
-count_inversions_in!(count_inversions, u32, SENTINEL_COUNT_U32, count_layout_u32);
-count_inversions_in!(
-    count_inversions_u64,
-    u64,
-    SENTINEL_COUNT_U64,
-    count_layout_u64
-);
+count_inversions_in!(count_inversions, u32, SENTINEL_COUNT_U32, count_u32);
+count_inversions_in!(count_inversions_u64, u64, SENTINEL_COUNT_U64, count_u64);
 
 /// xorshift64.
 struct Rng(u64);
@@ -333,14 +328,14 @@ fn sorting_full_range_keys() {
             let a: Vec<u32> = (0..n).map(|_| rng.next() as u32 | (1 << 31)).collect();
             let mut buf = a.clone();
             let mut tmp = vec![0; n];
-            let in_tmp = sort_u32(isa, &mut buf, &mut tmp);
+            let in_tmp = Ops::new(isa).sort_u32(&mut buf, &mut tmp);
             let mut sorted = a.clone();
             sorted.sort_unstable();
             assert_eq!(if in_tmp { &tmp } else { &buf }, &sorted, "{}", isa.name());
             let a: Vec<u64> = (0..n).map(|_| rng.next()).collect();
             let mut buf = a.clone();
             let mut tmp = vec![0; n];
-            let in_tmp = sort_u64(isa, &mut buf, &mut tmp);
+            let in_tmp = Ops::new(isa).sort_u64(&mut buf, &mut tmp);
             let mut sorted = a.clone();
             sorted.sort_unstable();
             assert_eq!(if in_tmp { &tmp } else { &buf }, &sorted, "{}", isa.name());

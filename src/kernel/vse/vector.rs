@@ -337,3 +337,107 @@ pub(super) fn merge<K: Vector, const COUNT: bool>(
     }
     merge_constant(nl as u64, nr as u64) - positions
 }
+
+/// The `#[target_feature]` entry points of one instruction set's VSE paths,
+/// written once. Each SIMD module invokes it with its [`Isa`](super::Isa),
+/// its feature string and its [`Vector`] implementations for u32 and u64
+/// lanes, and gets the block sorts, merges, counts and sorts compiled with
+/// those features (the generic [`sort_blocks`] and [`merge`] are inlined into
+/// them), and `OPS`, the [`Ops`](super::Ops) table of them and of the
+/// module's own `gather`, `gather_packed` and `equal_neighbours`. Paths are
+/// those of the invoking module, a child of `vse`.
+macro_rules! entry_points {
+    ($isa:expr, $features:literal, $k32:ty, $k64:ty) => {
+        super::vector::entry_points!(@lanes $features, $k32, u32,
+            sort_blocks_32, merge_32, count_u32, sort_u32);
+        super::vector::entry_points!(@lanes $features, $k64, u64,
+            sort_blocks_64, merge_64, count_u64, sort_u64);
+
+        /// Sorts every block of `buf` (any u32 values, length a multiple
+        /// of 16); returns the block length.
+        ///
+        /// # Safety
+        /// The CPU must support this module's instruction set.
+        #[target_feature(enable = $features)]
+        unsafe fn sort_blocks_u32(buf: &mut [u32]) -> usize {
+            // SAFETY: the caller guarantees the CPU features.
+            unsafe { sort_blocks_32::<false>(buf) };
+            <$k32 as Vector>::LANES * <$k32 as Vector>::BLOCK_REGS
+        }
+
+        /// This instruction set's paths (see [`super::Ops`]).
+        pub(super) const OPS: super::Ops = super::Ops {
+            isa: $isa,
+            count_u32,
+            count_u64,
+            sort_u32,
+            sort_u64,
+            sort_blocks_u32,
+            gather: gather::<false>,
+            gather_shifted: gather::<true>,
+            gather_packed,
+            equal_neighbours,
+        };
+    };
+    (@lanes $features:literal, $k:ty, $t:ty,
+        $blocks:ident, $merge:ident, $count:ident, $sort:ident) => {
+        /// Sorts every block of `BLOCK_REGS` registers of `buf` (see
+        /// [`vector::sort_blocks`]).
+        ///
+        /// # Safety
+        /// The CPU must support this module's instruction set.
+        #[target_feature(enable = $features)]
+        unsafe fn $blocks<const COUNT: bool>(buf: &mut [$t]) -> u64 {
+            // SAFETY: the caller guarantees the CPU features.
+            let k = unsafe { <$k as Vector>::new() };
+            vector::sort_blocks::<$k, COUNT>(&k, buf)
+        }
+
+        /// Merges two runs of whole registers (see [`vector::merge`]).
+        ///
+        /// # Safety
+        /// The CPU must support this module's instruction set.
+        #[target_feature(enable = $features)]
+        unsafe fn $merge<const COUNT: bool>(l: &[$t], r: &[$t], out: &mut [$t]) -> u64 {
+            // SAFETY: the caller guarantees the CPU features.
+            let k = unsafe { <$k as Vector>::new() };
+            vector::merge::<$k, COUNT>(&k, l, r, out)
+        }
+
+        /// Sorts `buf` (counting layout, length a multiple of 16) and
+        /// returns its strict inversions and whether the result ended in
+        /// `tmp`.
+        ///
+        /// # Safety
+        /// The CPU must support this module's instruction set.
+        #[target_feature(enable = $features)]
+        unsafe fn $count(buf: &mut [$t], tmp: &mut [$t]) -> (u64, bool) {
+            // SAFETY: the caller guarantees the CPU features.
+            let blocks = unsafe { $blocks::<true>(buf) };
+            let width = <$k as Vector>::LANES * <$k as Vector>::BLOCK_REGS;
+            let (merged, in_tmp) = super::merge_passes(buf, tmp, width, |l, r, o| {
+                // SAFETY: as above; runs are whole registers.
+                unsafe { $merge::<true>(l, r, o) }
+            });
+            (blocks + merged, in_tmp)
+        }
+
+        /// Sorts `buf` (any values, length a multiple of 16); returns
+        /// whether the result ended in `tmp`.
+        ///
+        /// # Safety
+        /// The CPU must support this module's instruction set.
+        #[target_feature(enable = $features)]
+        unsafe fn $sort(buf: &mut [$t], tmp: &mut [$t]) -> bool {
+            // SAFETY: the caller guarantees the CPU features.
+            unsafe { $blocks::<false>(buf) };
+            let width = <$k as Vector>::LANES * <$k as Vector>::BLOCK_REGS;
+            super::merge_passes(buf, tmp, width, |l, r, o| {
+                // SAFETY: as above; runs are whole registers.
+                unsafe { $merge::<false>(l, r, o) }
+            })
+            .1
+        }
+    };
+}
+pub(super) use entry_points;
