@@ -87,27 +87,6 @@ pub fn extension_options() -> FFI_ExtensionOptions {
     FFI_ExtensionOptions::from(map)
 }
 
-/// The `kendall.*` options carried by a foreign session's FFI config
-/// extension, parsed with the checks of a local `SET`; `None` when the
-/// session has no FFI extension.
-pub(crate) fn options_from_ffi(config: &ConfigOptions) -> Option<Result<KendallOptions>> {
-    let ffi = config.extensions.get::<FFI_ExtensionOptions>()?;
-    let mut options = KendallOptions::default();
-    for entry in datafusion::config::ExtensionOptions::entries(ffi) {
-        let Some((prefix, key)) = entry.key.split_once('.') else {
-            continue;
-        };
-        if prefix != KendallOptions::PREFIX {
-            continue;
-        }
-        let Some(value) = entry.value else { continue };
-        if let Err(e) = datafusion::config::ExtensionOptions::set(&mut options, key, &value) {
-            return Some(Err(e));
-        }
-    }
-    Some(Ok(options))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,10 +110,10 @@ mod tests {
         config.extensions.insert(extension_options());
         // What `SET kendall.variant = 'c'` does on a host session.
         config.set("kendall.variant", "c").unwrap();
-        let options = options_from_ffi(&config).unwrap().unwrap();
+        let options = KendallOptions::from_config(&config).unwrap();
         assert_eq!(options.variant.to_string(), "c");
         config.set("kendall.variant", "z").unwrap();
-        let err = options_from_ffi(&config).unwrap().unwrap_err();
+        let err = KendallOptions::from_config(&config).unwrap_err();
         assert!(err.to_string().contains("kendall.variant"), "{err}");
     }
 }

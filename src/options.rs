@@ -17,7 +17,7 @@ use crate::stats::fdr::FdrMethod;
 use crate::stats::pvalue::PValueMethod;
 
 /// Default edge of a tile, in genes. Chosen with the `tile_size` benchmark
-/// (`cargo bench --bench kernels`, see README): for the naive and GSE kernels
+/// (`cargo bench --bench kernels`, see docs/benchmarks/2026-11-21-kernels-and-end-to-end-zen5.md): for the naive and GSE kernels
 /// any edge from 64 to 1024 keeps a tile's ranks in L2, and 256 is within
 /// noise of the best while giving enough tiles to balance 8 partitions
 /// already at a few thousand genes.
@@ -157,11 +157,35 @@ impl KendallOptions {
             return Ok(options.clone());
         }
         #[cfg(feature = "ffi")]
-        if let Some(options) = crate::ffi::options_from_ffi(config) {
+        if let Some(options) = options_from_ffi(config) {
             return options;
         }
         Ok(Self::default())
     }
+}
+
+#[cfg(feature = "ffi")]
+/// The `kendall.*` options carried by a foreign session's FFI config
+/// extension, parsed with the checks of a local `SET`; `None` when the
+/// session has no FFI extension.
+fn options_from_ffi(config: &ConfigOptions) -> Option<Result<KendallOptions>> {
+    let ffi = config
+        .extensions
+        .get::<datafusion_ffi::config::extension_options::FFI_ExtensionOptions>()?;
+    let mut options = KendallOptions::default();
+    for entry in datafusion::config::ExtensionOptions::entries(ffi) {
+        let Some((prefix, key)) = entry.key.split_once('.') else {
+            continue;
+        };
+        if prefix != KendallOptions::PREFIX {
+            continue;
+        }
+        let Some(value) = entry.value else { continue };
+        if let Err(e) = datafusion::config::ExtensionOptions::set(&mut options, key, &value) {
+            return Some(Err(e));
+        }
+    }
+    Some(Ok(options))
 }
 
 /// Defines a whole-number option type with a lower bound, refused with a

@@ -5,6 +5,8 @@ use std::mem::size_of;
 use datafusion::error::Result;
 use rayon::prelude::*;
 
+// Up a floor, on purpose: ranking a gene fills in the tie terms tau needs
+// (the kernels' `GeneTies`), once per gene instead of once per pair.
 use crate::kernel::{GeneTies, pair_count};
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 

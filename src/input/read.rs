@@ -16,6 +16,8 @@ use datafusion::physical_plan::ExecutionPlan;
 use futures::StreamExt;
 
 use super::data_error;
+// Up a floor, on purpose: between batches the reader asks the query's load
+// whether it is still wanted, so that a cancelled query stops reading.
 use crate::load::checkpoint;
 use crate::memory::{QueryMemory, Reservation, human};
 

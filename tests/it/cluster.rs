@@ -458,7 +458,7 @@ fn a_killed_executor_is_replaced_within_seconds() {
         "killed {killed_at:?} after the start; the query ended after {took:?} \
          (success {ok}); stderr: {err}"
     );
-    // The README's promise: the lost tasks run again on the survivor and
+    // docs/cluster.md's promise: the lost tasks run again on the survivor and
     // the query completes with the same rows, in seconds, not minutes.
     assert!(ok, "the query failed after the kill: {err}");
     assert_eq!(local, remote, "the survivor's result");

@@ -225,7 +225,7 @@ async fn integer_gene_ids_and_annotation_columns() {
     .unwrap();
     let by_entrez = rows_of(&c, "'by_entrez', 'entrez'").await;
     // By default the symbol is the gene id and the integer column a sample:
-    // leave it out with a view, as the README shows.
+    // leave it out with a view, as docs/sql.md shows.
     run(
         &c,
         &format!(

@@ -385,7 +385,7 @@ fn write_random_10x(dir: &Path, genes: usize, cells: usize, density: f64) {
 /// the error names what needed the memory. 40,000 genes x 500 samples
 /// (160 MB of values) under 256 MiB, as Parquet (one row group), CSV and a
 /// 10x directory (10 % non-zero). Before the reading was reserved, the
-/// Parquet query peaked at 669 MiB (README, the `examples/synth.rs` file);
+/// Parquet query peaked at 669 MiB (docs/benchmarks/2026-11-25-memory-limit-xeon.md, the `examples/synth.rs` file);
 /// it now stops at the reservation of the reader's row group. Full size:
 /// the test takes a few seconds, most of it writing the inputs.
 #[test]

@@ -21,7 +21,7 @@ pub(super) const OPS: super::Ops = super::Ops {
 /// Planes of at least this many 256-bit vectors take the Harley–Seal path;
 /// shorter ones the nibble lookup per vector (the adder tree only pays once
 /// its per-row state, kept across blocks, is amortised over enough blocks).
-/// Measured with `cargo bench --bench kernels` on Zen 5 (see the README).
+/// Measured with `cargo bench --bench kernels` on Zen 5 (docs/benchmarks/2026-11-24-bitset-avx2-harley-seal-zen5.md).
 pub const HARLEY_SEAL_MIN_VECTORS: usize = 64;
 
 /// Per-64-bit-lane popcount of `v`.

@@ -295,8 +295,8 @@ const WHOLE_ROWS_BYTES: usize = 24 << 10;
 
 /// Longer rows are walked in chunks of words whose four rows take this many
 /// bytes (256 words of G and U, 512 of G alone), every column of the block
-/// per chunk. Measured with `cargo bench --bench kernels` (see the README's
-/// Kernels section).
+/// per chunk. Measured with `cargo bench --bench kernels`
+/// (docs/benchmarks/2026-11-25-bitset-cache-blocking-zen5.md).
 const CHUNK_BYTES: usize = 16 << 10;
 
 /// `S` of genes `i` and `j` on the one-popcount path from their discordant
