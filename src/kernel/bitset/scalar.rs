@@ -40,6 +40,10 @@ pub fn compare64(ra: u32, chunk: &[u32]) -> (u64, u64) {
 /// `[pc(a_k ^ b) for k in 0..4]`.
 #[inline(always)]
 pub fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
+    // Rows cut to the column's length (panics if one is shorter): called
+    // out of line through [`super::Ops`], the loop then has no bounds
+    // checks and vectorises as it did inlined.
+    let a = a.map(|r| &r[..b.len()]);
     let mut acc = [0u64; 4];
     for (w, &bw) in b.iter().enumerate() {
         for k in 0..4 {
@@ -55,6 +59,9 @@ pub fn xor_pop4(a: [&[u64]; 4], b: &[u64]) -> [u64; 4] {
 /// ones `¬E & Y`, so `S = 64·words - pc(E | Y) - pc(¬E & Y)`.
 #[inline(always)]
 pub fn s_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [i64; 4] {
+    // As in `xor_pop4`: no bounds checks in the loop.
+    let uv = &uv[..gv.len()];
+    let (gu, uu) = (gu.map(|r| &r[..gv.len()]), uu.map(|r| &r[..gv.len()]));
     let mut acc = [0u64; 4];
     for (w, (&g, &u)) in gv.iter().zip(uv).enumerate() {
         for k in 0..4 {
@@ -70,6 +77,9 @@ pub fn s_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [i64;
 /// pairs, exact with ties and missing values in either gene.
 #[inline(always)]
 pub fn disc_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [u64; 4] {
+    // As in `xor_pop4`: no bounds checks in the loop.
+    let uv = &uv[..gv.len()];
+    let (gu, uu) = (gu.map(|r| &r[..gv.len()]), uu.map(|r| &r[..gv.len()]));
     let mut acc = [0u64; 4];
     for (w, (&g, &u)) in gv.iter().zip(uv).enumerate() {
         for k in 0..4 {
