@@ -19,7 +19,6 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::catalog::TableFunctionImpl;
-use datafusion::common::config::{ConfigExtension, ConfigOptions};
 use datafusion::error::{DataFusionError, Result};
 use datafusion_ffi::config::extension_options::FFI_ExtensionOptions;
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
@@ -90,6 +89,7 @@ pub fn extension_options() -> FFI_ExtensionOptions {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use datafusion::common::config::ConfigOptions;
 
     #[test]
     fn host_major_checked() {

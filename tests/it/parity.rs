@@ -4,7 +4,10 @@
 //!
 //! Tolerances: tau to 1e-12 relative (scipy's own tests); p- and q-values to
 //! 1e-9 relative (scipy's tests use 1e-7), with values below 1e-290 (an
-//! underflow in one implementation and not the other) equal to 0.
+//! underflow in one implementation and not the other) equal to 0. R's exact
+//! p-values (`pkendall`, permutation counts in doubles) differ from scipy's by
+//! up to 7.3e-8 relative in the far tail (demo_30: 1.3899857e-8 against
+//! 1.3899856e-8), so they are compared at scipy's own rtol, 1e-7.
 
 use std::collections::HashMap;
 
@@ -97,6 +100,8 @@ fn assert_matches(got: &Table, column: &str, expected: &Table, reference_column:
 
 const P_TOL: f64 = 1e-9;
 const TAU_TOL: f64 = 1e-12;
+/// R's exact p-values: see the module's comment.
+const R_EXACT_TOL: f64 = 1e-7;
 
 #[tokio::test]
 async fn one_sided_p_values_with_missing_values_match_scipy() {
@@ -143,7 +148,8 @@ async fn alternatives_and_continuity_match_r() {
             };
             let got = query(&sql("tests/data/demo_30_reference.parquet")).await;
             assert_matches(&got, "tau", &demo, "tau", TAU_TOL);
-            assert_matches(&got, "p_value", &demo, &format!("{column}_{short}"), P_TOL);
+            let tol = if method == "exact" { R_EXACT_TOL } else { P_TOL };
+            assert_matches(&got, "p_value", &demo, &format!("{column}_{short}"), tol);
             if method == "asymptotic" {
                 let got = query(&sql("tests/data/bladder_ties.parquet")).await;
                 assert_matches(&got, "p_value", &ties, &format!("{column}_{short}"), P_TOL);
@@ -171,8 +177,13 @@ async fn q_values_and_pushed_down_filters_use_the_chosen_alternative() {
         let wanted: Vec<&Key> = got
             .iter()
             .filter(|(_, v)| {
+                // NaN (constant-probe pairs) compares above every number.
                 let x = v[column].unwrap();
-                !x.is_nan() && if op_lt { x < bound } else { x > bound }
+                if op_lt {
+                    x < bound
+                } else {
+                    x.is_nan() || x > bound
+                }
             })
             .map(|(k, _)| k)
             .collect();
@@ -242,7 +253,10 @@ async fn propagate_gives_nan_as_scipy() {
     .await;
     let wanted = got
         .values()
-        .filter(|v| v["tau"].unwrap().abs() > 0.5)
+        .filter(|v| {
+            let t = v["tau"].unwrap();
+            t.is_nan() || t.abs() > 0.5
+        })
         .count();
     assert_eq!(big.len(), wanted);
 }
@@ -263,14 +277,14 @@ async fn complete_is_listwise_as_r() {
         assert_matches(&got, "p_value", &scipy, "p_value", P_TOL);
         // R's default (exact for n < 50 without ties) differs from scipy's
         // auto (n <= 33) only above 33 samples: here n = 19.
-        assert_matches(&got, "p_value", &r, "p_value", P_TOL);
+        assert_matches(&got, "p_value", &r, "p_value", R_EXACT_TOL);
     }
     let got = query(
         "SET kendall.missing = 'complete'; SET kendall.alternative = 'greater'; \
          SELECT gene_i, gene_j, p_value FROM kendall_all_pairs('tests/data/listwise_missing.parquet')",
     )
     .await;
-    assert_matches(&got, "p_value", &r, "p_greater", P_TOL);
+    assert_matches(&got, "p_value", &r, "p_greater", R_EXACT_TOL);
     assert_matches(&got, "p_value", &scipy, "p_greater", P_TOL);
 }
 
