@@ -137,10 +137,7 @@ pub(super) fn prepare(
     let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
     let mut q_memory = memory.reserve("q-values", 0)?;
     let mut p_memory = memory.reserve(
-        &format!(
-            "exact p-value distribution ({} samples)",
-            matrix.samples()
-        ),
+        &format!("exact p-value distribution ({} samples)", matrix.samples()),
         0,
     )?;
     let pvalues = if wants_p {

@@ -346,8 +346,8 @@ impl PairStream {
                 let stats = m.pair_stats(p.i as usize, p.j as usize);
                 // `kendall.missing = 'propagate'`: a pair touching a gene
                 // with a missing value is NaN (tau, p and q), as in scipy.
-                let propagated = prepared.propagate
-                    && (m.has_gaps(p.i as usize) || m.has_gaps(p.j as usize));
+                let propagated =
+                    prepared.propagate && (m.has_gaps(p.i as usize) || m.has_gaps(p.j as usize));
                 // Too few shared samples: tau and p-value are NULL, and so is
                 // every pushed-down comparison of them (the row never passes).
                 let valid = propagated || stats.n >= self.min_periods;

@@ -178,7 +178,11 @@ impl PValues {
     /// recurrence cut at c, so the same numbers).
     fn cdf(&self, n: usize, c: usize) -> (f64, f64) {
         let at = |cdf: &[f64]| {
-            let below = if c == 0 { 0.0 } else { cdf.get(c - 1).copied().unwrap_or(f64::NAN) };
+            let below = if c == 0 {
+                0.0
+            } else {
+                cdf.get(c - 1).copied().unwrap_or(f64::NAN)
+            };
             (cdf.get(c).copied().unwrap_or(f64::NAN), below)
         };
         let Some(table) = self.tables.get(n) else {

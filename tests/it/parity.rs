@@ -124,7 +124,13 @@ async fn one_sided_p_values_with_missing_values_match_scipy() {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         assert!(expected.len() > 2400, "{}", expected.len());
-        assert_matches(&got, "p_value", &expected, &format!("p_{alternative}"), P_TOL);
+        assert_matches(
+            &got,
+            "p_value",
+            &expected,
+            &format!("p_{alternative}"),
+            P_TOL,
+        );
     }
 }
 
@@ -132,7 +138,11 @@ async fn one_sided_p_values_with_missing_values_match_scipy() {
 async fn alternatives_and_continuity_match_r() {
     let demo = reference("tests/data/parity_r_demo30.csv");
     let ties = reference("tests/data/parity_r_ties.csv");
-    for (alternative, short) in [("two-sided", "two"), ("less", "less"), ("greater", "greater")] {
+    for (alternative, short) in [
+        ("two-sided", "two"),
+        ("less", "less"),
+        ("greater", "greater"),
+    ] {
         for (method, continuity, column) in [
             ("exact", "false", "p_exact"),
             ("exact", "true", "p_exact"), // continuity leaves exact p-values alone
@@ -148,7 +158,11 @@ async fn alternatives_and_continuity_match_r() {
             };
             let got = query(&sql("tests/data/demo_30_reference.parquet")).await;
             assert_matches(&got, "tau", &demo, "tau", TAU_TOL);
-            let tol = if method == "exact" { R_EXACT_TOL } else { P_TOL };
+            let tol = if method == "exact" {
+                R_EXACT_TOL
+            } else {
+                P_TOL
+            };
             assert_matches(&got, "p_value", &demo, &format!("{column}_{short}"), tol);
             if method == "asymptotic" {
                 let got = query(&sql("tests/data/bladder_ties.parquet")).await;
@@ -293,7 +307,9 @@ async fn option_values_are_refused_by_name() {
     let ctx = ctx(1);
     let e = error(&ctx, "SET kendall.alternative = 'sideways'").await;
     assert!(
-        e.contains("kendall.alternative must be one of 'two-sided', 'less', 'greater', got 'sideways'"),
+        e.contains(
+            "kendall.alternative must be one of 'two-sided', 'less', 'greater', got 'sideways'"
+        ),
         "{e}"
     );
     let e = error(&ctx, "SET kendall.continuity = 'maybe'").await;
