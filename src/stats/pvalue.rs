@@ -163,10 +163,15 @@ impl PValues {
         // The table of complete pairs, built now (off the query's streams)
         // unless the load is asked to stop meanwhile (then never needed).
         if values.tables.len() > samples && samples > 2 {
+            // Two tables' bytes while it is built, one after.
+            let bytes = table_bytes(samples);
             if let Some(memory) = memory {
-                memory.try_grow(table_bytes(samples))?;
-            }
-            if let Some(cdf) = exact_cdf(samples, usize::MAX) {
+                memory.try_grow(2 * bytes)?;
+                if let Some(cdf) = exact_cdf(samples, usize::MAX) {
+                    let _ = values.tables[samples].set(cdf);
+                }
+                memory.shrink_to(memory.size() - bytes);
+            } else if let Some(cdf) = exact_cdf(samples, usize::MAX) {
                 let _ = values.tables[samples].set(cdf);
             }
         }
@@ -325,7 +330,7 @@ const SEGMENTS_PER_TASK: usize = 4;
 ///
 /// Cost: `Σ_j min(n0/2, j(j-1)/2)` ≈ 0.13·n³ value steps (each step covers
 /// only the distribution's support so far) on rayon's threads, memory
-/// 3 × (n0/2 + 1) f64 while building (the result and two buffers), the
+/// 2 × (n0/2 + 1) f64 while building (the result and one buffer), the
 /// result alone after. Measured in
 /// docs/benchmarks/2026-11-26-exact-pvalues-*.md.
 ///
@@ -333,19 +338,21 @@ const SEGMENTS_PER_TASK: usize = 4;
 /// ([`crate::load::stop_requested`]).
 pub fn exact_cdf(n: usize, upto: usize) -> Option<Vec<f64>> {
     let len = ((pair_count(n) / 2) as usize).min(upto) + 1;
+    // Two buffers: one step's probabilities (turned into their prefix sums
+    // in place) and the next step's.
     let mut p = vec![0.0f64; len];
     let mut next = vec![0.0f64; len];
-    let mut scan = vec![0.0f64; len];
     p[0] = 1.0;
     for j in 2..=n {
         if crate::load::stop_requested() {
             return None;
         }
-        // Support after inserting j: 0..=j(j-1)/2.
+        // Support after inserting j: 0..=j(j-1)/2. Beyond the old support
+        // `p` holds zeros (every write so far stayed within a support).
         let support = ((j * (j - 1)) / 2 + 1).min(len);
-        prefix_sums(&p[..support], &mut scan[..support]);
+        prefix_sums(&mut p[..support]);
         let inv = 1.0 / j as f64;
-        let scan = &scan[..support];
+        let scan = &p[..support];
         next[..support]
             .par_chunks_mut(SEGMENT * SEGMENTS_PER_TASK)
             .enumerate()
@@ -358,61 +365,52 @@ pub fn exact_cdf(n: usize, upto: usize) -> Option<Vec<f64>> {
             });
         std::mem::swap(&mut p, &mut next);
     }
-    prefix_sums(&p, &mut scan);
-    Some(scan)
+    prefix_sums(&mut p);
+    Some(p)
 }
 
-/// Inclusive prefix sums of `p` into `out` (same length): each
-/// [`SEGMENT`] summed on its own (four interleaved per task, tasks on
-/// rayon's threads), then each segment offset by the total before it.
-fn prefix_sums(p: &[f64], out: &mut [f64]) {
+/// Inclusive prefix sums of `x`, in place: each [`SEGMENT`] summed on its
+/// own (four interleaved per task, tasks on rayon's threads), then each
+/// segment offset by the total before it.
+fn prefix_sums(x: &mut [f64]) {
     let task = SEGMENT * SEGMENTS_PER_TASK;
-    out.par_chunks_mut(task)
-        .zip(p.par_chunks(task))
-        .for_each(|(out, p)| {
-            if p.len() == task {
-                let (o0, rest) = out.split_at_mut(SEGMENT);
-                let (o1, rest) = rest.split_at_mut(SEGMENT);
-                let (o2, o3) = rest.split_at_mut(SEGMENT);
-                let (p0, p1, p2, p3) = (
-                    &p[..SEGMENT],
-                    &p[SEGMENT..2 * SEGMENT],
-                    &p[2 * SEGMENT..3 * SEGMENT],
-                    &p[3 * SEGMENT..],
-                );
-                let mut acc = [0.0f64; 4];
-                for k in 0..SEGMENT {
-                    acc[0] += p0[k];
-                    acc[1] += p1[k];
-                    acc[2] += p2[k];
-                    acc[3] += p3[k];
-                    o0[k] = acc[0];
-                    o1[k] = acc[1];
-                    o2[k] = acc[2];
-                    o3[k] = acc[3];
-                }
-            } else {
-                for (o, p) in out.chunks_mut(SEGMENT).zip(p.chunks(SEGMENT)) {
-                    let mut acc = 0.0;
-                    for (o, x) in o.iter_mut().zip(p) {
-                        acc += x;
-                        *o = acc;
-                    }
+    x.par_chunks_mut(task).for_each(|x| {
+        if x.len() == task {
+            let (s0, rest) = x.split_at_mut(SEGMENT);
+            let (s1, rest) = rest.split_at_mut(SEGMENT);
+            let (s2, s3) = rest.split_at_mut(SEGMENT);
+            let mut acc = [0.0f64; 4];
+            for k in 0..SEGMENT {
+                acc[0] += s0[k];
+                acc[1] += s1[k];
+                acc[2] += s2[k];
+                acc[3] += s3[k];
+                s0[k] = acc[0];
+                s1[k] = acc[1];
+                s2[k] = acc[2];
+                s3[k] = acc[3];
+            }
+        } else {
+            for seg in x.chunks_mut(SEGMENT) {
+                let mut acc = 0.0;
+                for v in seg.iter_mut() {
+                    acc += *v;
+                    *v = acc;
                 }
             }
-        });
+        }
+    });
     // Offsets, segment by segment (the last value of each is its total).
     let mut carry = 0.0f64;
-    let segments = out.len().div_ceil(SEGMENT);
-    let mut carries = Vec::with_capacity(segments);
-    for seg in out.chunks(SEGMENT) {
+    let mut carries = Vec::with_capacity(x.len().div_ceil(SEGMENT));
+    for seg in x.chunks(SEGMENT) {
         carries.push(carry);
         carry += seg[seg.len() - 1];
     }
-    out.par_chunks_mut(SEGMENT)
+    x.par_chunks_mut(SEGMENT)
         .zip(carries)
         .skip(1)
-        .for_each(|(seg, carry)| seg.iter_mut().for_each(|x| *x += carry));
+        .for_each(|(seg, carry)| seg.iter_mut().for_each(|v| *v += carry));
 }
 
 /// The normal approximation with scipy's tie-corrected variance (R's
