@@ -91,6 +91,7 @@ mod tests {
     use datafusion::common::config::ConfigOptions;
 
     use super::*;
+    use datafusion::common::config::ConfigOptions;
 
     #[test]
     fn host_major_checked() {

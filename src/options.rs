@@ -14,7 +14,7 @@ use crate::kernel::isa::SimdChoice;
 use crate::kernel::{KernelChoice, Variant};
 use crate::schema::GeneIds;
 use crate::stats::fdr::FdrMethod;
-use crate::stats::pvalue::PValueMethod;
+use crate::stats::pvalue::{Alternative, Continuity, PValueMethod};
 
 /// Default edge of a tile, in genes. Chosen with the `tile_size` benchmark
 /// (`cargo bench --bench kernels`, see docs/benchmarks/2026-11-21-kernels-and-end-to-end-zen5.md): for the naive and GSE kernels
@@ -85,11 +85,15 @@ kendall_options! {
     layout: Layout = Layout::GenesAsRows,
     /// File format of a location: 'auto' (from the name: .parquet, .csv, .tsv/.tab/.txt, each optionally .gz/.bz2/.xz/.zst), 'parquet', 'csv' or 'tsv'.
     format: InputFormat = InputFormat::Auto,
-    /// p-value method: 'auto' (scipy's rule), 'asymptotic' or 'exact' (NaN with ties, and for more than 1,000 samples unless at most one pair is discordant or concordant).
+    /// p-value method: 'auto' (scipy's rule: exact without ties for n <= 33 or at most one discordant or concordant pair), 'asymptotic' or 'exact' (any n; NaN with ties, as scipy refuses them).
     pvalue: PValueMethod = PValueMethod::Auto,
+    /// Alternative hypothesis of p_value (and so q_value): 'two-sided', 'less' (tau < 0) or 'greater' (tau > 0), as scipy's and R's alternative.
+    alternative: Alternative = Alternative::TwoSided,
+    /// R's continuity correction of the asymptotic p-value (S moves 1 towards 0): 'false' or 'true'.
+    continuity: Continuity = Continuity::Off,
     /// Multiple-testing adjustment of q_value over all pairs of the input: 'bh' (Benjamini-Hochberg) or 'by' (Benjamini-Yekutieli, any dependence).
     fdr: FdrMethod = FdrMethod::Bh,
-    /// Null and NaN values: 'pairwise' (each pair uses the samples both genes have) or 'error'.
+    /// Null and NaN values: 'pairwise' (each pair uses the samples both genes have; R's pairwise.complete.obs, scipy's nan_policy='omit'), 'complete' (listwise: a sample missing in any gene is dropped for every pair; R's complete.obs), 'propagate' (a pair in which either gene has a missing value gets NaN tau and p_value; scipy's default) or 'error'.
     missing: MissingValues = MissingValues::Pairwise,
     /// Layout 'long': a (gene, sample) without a row is an 'error', 'zero' (sparse counts) or 'missing'.
     absent: Absent = Absent::Error,

@@ -13,6 +13,14 @@ from ._inputs import _to_arrow
 from ._progress import _collect, _in_notebook
 from ._session import context
 
+_NAN_POLICIES = {
+    "omit": "pairwise",
+    "propagate": "propagate",
+    "raise": "error",
+    "complete": "complete",
+}
+_ALTERNATIVES = ("two-sided", "less", "greater")
+
 _METHODS = {"a": "a", "b": "b", "c": "c", "kendall": "b", "tau-a": "a", "tau-b": "b", "tau-c": "c"}
 
 
@@ -23,6 +31,9 @@ def corr(
     min_periods: int = 1,
     threshold: float | None = None,
     p_values: bool = False,
+    alternative: str = "two-sided",
+    continuity: bool = False,
+    nan_policy: str = "omit",
     square: bool = False,
     genes: str = "columns",
     kernel: str = "auto",
@@ -54,6 +65,21 @@ def corr(
             runs inside the engine, so dropped pairs never become rows.
         p_values: add ``p_value`` (scipy's ``kendalltau`` p-value) and ``n``
             (the samples the pair used).
+        alternative: the alternative hypothesis of ``p_value``, as scipy's
+            and R's: ``'two-sided'`` (default), ``'less'`` (tau < 0) or
+            ``'greater'`` (tau > 0); the ``kendall.alternative`` option.
+        continuity: R's continuity correction of the normal approximation
+            (``cor.test(..., continuity=TRUE)``; exact p-values are not
+            changed); the ``kendall.continuity`` option.
+        nan_policy: missing values (NaN, None), with scipy's names:
+            ``'omit'`` (default; each pair uses the samples both genes have,
+            as pandas' ``corr``), ``'propagate'`` (a pair in which either
+            gene has a missing value gets NaN tau and p-value, scipy's
+            default), ``'raise'`` (an error naming the gene and sample), or
+            ``'complete'`` (R's ``use="complete.obs"``: a sample missing in
+            any gene is dropped for every pair). The ``kendall.missing``
+            option (``'pairwise'``, ``'propagate'``, ``'error'``,
+            ``'complete'``).
         square: return a square genes x genes frame like pandas' ``corr``
             (1.0 on the diagonal, NaN for pairs without a value or below the
             threshold) instead of one row per pair. For small inputs: it holds
@@ -90,6 +116,18 @@ def corr(
         or not math.isfinite(threshold)
     ):
         raise ValueError(f"threshold must be a finite number, got {threshold!r}")
+    if alternative not in _ALTERNATIVES:
+        raise ValueError(
+            f"alternative must be 'two-sided', 'less' or 'greater', got {alternative!r}"
+        )
+    if not isinstance(continuity, bool):
+        raise ValueError(f"continuity must be True or False, got {continuity!r}")
+    missing = _NAN_POLICIES.get(nan_policy) if isinstance(nan_policy, str) else None
+    if missing is None:
+        raise ValueError(
+            "nan_policy must be 'omit', 'propagate', 'raise' or 'complete', "
+            f"got {nan_policy!r}"
+        )
     if genes not in ("columns", "rows"):
         raise ValueError(f"genes must be 'columns' or 'rows', got {genes!r}")
 
@@ -107,6 +145,9 @@ def corr(
             "variant": variant,
             "min_periods": str(min_periods),
             "kernel": kernel,
+            "alternative": alternative,
+            "continuity": "true" if continuity else "false",
+            "missing": missing,
         }
     )
     # Gene columns as dictionaries of the gene list: 4 bytes a row, and

@@ -177,6 +177,31 @@ def test_corr_missing_values_and_min_periods_equal_pandas():
     assert_close(long, ref, ["tau"], ["tau_min30"])
 
 
+def test_corr_alternative_continuity_and_nan_policy_equal_scipy_and_r():
+    frame = genes_as_columns(TIES)
+    ours = dk.corr(frame, p_values=True, alternative="greater")
+    assert_close(ours, reference("parity_scipy_ties.csv"), ["p_value"], ["p_greater"])
+    ours = dk.corr(frame, p_values=True, alternative="less", continuity=True)
+    assert_close(ours, reference("parity_r_ties.csv"), ["p_value"], ["p_cont_less"])
+    # scipy's default nan_policy: NaN for a pair touching a gene with a gap.
+    ours = dk.corr(genes_as_columns(MISSING), p_values=True, nan_policy="propagate")
+    assert_close(ours, reference("parity_scipy_missing.csv"), ["tau", "p_value"],
+                 ["tau_propagate", "p_propagate"])
+    # R's use="complete.obs".
+    listwise = genes_as_columns(REPO / "tests" / "data" / "listwise_missing.parquet")
+    ours = dk.corr(listwise, p_values=True, nan_policy="complete")
+    assert_close(ours, reference("parity_r_listwise.csv"), ["tau", "p_value"])
+    assert (ours["n"] == 19).all()
+    with pytest.raises(ValueError, match="nan_policy must be"):
+        dk.corr(frame, nan_policy="drop")
+    with pytest.raises(ValueError, match="alternative must be"):
+        dk.corr(frame, alternative="bigger")
+    with pytest.raises(ValueError, match="continuity must be"):
+        dk.corr(frame, continuity="yes")
+    with pytest.raises(Exception, match="kendall.missing"):
+        dk.corr(genes_as_columns(MISSING), nan_policy="raise")
+
+
 @pytest.mark.parametrize("method,ref", [("a", "bladder_ties_reference_a.csv"),
                                         ("c", "bladder_ties_reference_c.csv")])
 def test_corr_methods(method, ref):

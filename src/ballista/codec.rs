@@ -43,6 +43,7 @@ use crate::input::{Columns, InputSpec};
 use crate::kernel::KernelKind;
 use crate::kernel::decision::{Decision, KernelPlan};
 use crate::memory;
+use crate::stats::pvalue::{Alternative, Continuity};
 
 /// The first bytes of everything our codecs write (then a version byte).
 pub const MAGIC: &[u8] = b"datafusion-kendall\x01";
@@ -176,6 +177,13 @@ struct ConfigProto {
     planned_kernel: Option<String>,
     #[prost(bool, tag = "19")]
     zero_if_inflated: bool,
+    /// `kendall.alternative` (empty from a client that predates it:
+    /// two-sided).
+    #[prost(string, tag = "20")]
+    alternative: String,
+    /// `kendall.continuity`.
+    #[prost(bool, tag = "21")]
+    continuity: bool,
 }
 
 /// A `KendallExec` node (its children, the input scans, travel apart).
@@ -438,6 +446,8 @@ fn encode_config(config: &ScanConfig) -> Result<ConfigProto> {
         function: config.function.to_string(),
         planned_kernel: config.planned_kernel.map(|d| d.kind.to_string()),
         zero_if_inflated: config.planned_kernel.is_some_and(|d| d.zero_if_inflated),
+        alternative: config.alternative.to_string(),
+        continuity: config.continuity == Continuity::On,
     })
 }
 
@@ -481,6 +491,15 @@ fn decode_config(proto: ConfigProto, ctx: &TaskContext) -> Result<ScanConfig> {
         kernel,
         planned_kernel,
         pvalue: parse(&proto.pvalue)?,
+        alternative: match proto.alternative.as_str() {
+            "" => Alternative::default(),
+            value => parse(value)?,
+        },
+        continuity: if proto.continuity {
+            Continuity::On
+        } else {
+            Continuity::Off
+        },
         fdr: parse(&proto.fdr)?,
         tile_size: to_usize(proto.tile_size).max(1),
         partitions: to_usize(proto.partitions).max(1),
@@ -768,6 +787,16 @@ mod tests {
             ],
             vec!["SET kendall.gene_ids = 'dictionary'"],
             vec!["SET datafusion.execution.batch_size = 1000"],
+            vec![
+                "SET kendall.alternative = 'greater'",
+                "SET kendall.continuity = true",
+                "SET kendall.pvalue = 'asymptotic'",
+            ],
+            vec![
+                "SET kendall.alternative = 'less'",
+                "SET kendall.missing = 'complete'",
+            ],
+            vec!["SET kendall.missing = 'propagate'"],
         ] {
             round_trip(&settings, &pairs).await;
         }

@@ -10,7 +10,7 @@ use crate::kernel::Variant;
 use crate::kernel::decision::{Decision, KernelPlan};
 use crate::schema::{self, GeneIds};
 use crate::stats::fdr::FdrMethod;
-use crate::stats::pvalue::PValueMethod;
+use crate::stats::pvalue::{Alternative, Continuity, PValueMethod, PValueOptions};
 
 /// What a scan computes, fixed at planning time.
 #[derive(Debug, Clone)]
@@ -28,6 +28,10 @@ pub struct ScanConfig {
     pub planned_kernel: Option<Decision>,
     /// How p-values are computed (when a query reads them).
     pub pvalue: PValueMethod,
+    /// The alternative hypothesis of p-values.
+    pub alternative: Alternative,
+    /// R's continuity correction of asymptotic p-values.
+    pub continuity: Continuity,
     /// How q-values adjust them (when a query reads them).
     pub fdr: FdrMethod,
     /// Tile edge in genes.
@@ -59,6 +63,15 @@ pub struct ScanConfig {
 }
 
 impl ScanConfig {
+    /// What the scan's p-values are.
+    pub(crate) fn pvalue_options(&self) -> PValueOptions {
+        PValueOptions {
+            method: self.pvalue,
+            alternative: self.alternative,
+            continuity: self.continuity,
+        }
+    }
+
     /// Whether a scan producing the columns `projection` reads `q_value`
     /// (projected or filtered on).
     pub(crate) fn reads_q_value(&self, projection: &[usize]) -> bool {

@@ -11,7 +11,7 @@ use super::ScanConfig;
 use super::dictionary::GeneDictionary;
 use super::top_k::TopCollector;
 use crate::gene_filter::ResolvedGenes;
-use crate::input::{self, InputBatches, InputSpec, RankedMatrix};
+use crate::input::{self, InputBatches, InputSpec, MissingValues, RankedMatrix};
 use crate::kernel::KernelKind;
 use crate::kernel::bitset::BitPlanes;
 use crate::load::checkpoint;
@@ -40,11 +40,14 @@ pub(super) struct Prepared {
     pub(super) pvalues: Option<PValues>,
     /// Every pair's q-value, when the query reads `q_value`.
     pub(super) qvalues: Option<QValues>,
+    /// `kendall.missing = 'propagate'`: a pair touching a gene with a
+    /// missing value gets NaN tau, p- and q-value.
+    pub(super) propagate: bool,
     /// Where the partitions merge their top partners (top-partners mode).
     pub(super) top: Option<TopCollector>,
-    /// Memory pool reservations of the ranks, of the planes and of the
-    /// q-values, released with them.
-    pub(super) _reserved: [Reservation; 3],
+    /// Memory pool reservations of the ranks, of the planes, of the
+    /// q-values and of the exact p-value distribution, released with them.
+    pub(super) _reserved: [Reservation; 4],
 }
 
 /// Reads, validates and ranks the input; splits the tiles into partitions.
@@ -74,6 +77,12 @@ pub(super) fn prepare(
         }
         None => (loaded, None),
     };
+    // Listwise deletion: only samples every gene (of both sides) has.
+    let mut loaded = loaded;
+    if spec.missing == MissingValues::Complete {
+        loaded.keep_complete_samples();
+    }
+    let propagate = spec.missing == MissingValues::Propagate;
     let gene_ids = loaded.genes.clone();
     let genes = gene_ids.len();
     // q-values take a pass over every pair, gene filters or not: the
@@ -126,8 +135,21 @@ pub(super) fn prepare(
         (None, None) => WorkSplit::tiles(genes, config.tile_size, config.partitions),
     };
     let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
-    let pvalues = wants_p.then(|| PValues::new(config.pvalue, matrix.samples()));
     let mut q_memory = memory.reserve("q-values", 0)?;
+    let mut p_memory = memory.reserve(
+        &format!("exact p-value distribution ({} samples)", matrix.samples()),
+        0,
+    )?;
+    let pvalues = if wants_p {
+        Some(PValues::try_new(
+            config.pvalue_options(),
+            matrix.samples(),
+            &mut p_memory,
+        )?)
+    } else {
+        None
+    };
+    checkpoint()?;
     let qvalues = match (&pvalues, wants_q) {
         (Some(pvalues), true) => {
             let (contexts, counts) = CountingPass {
@@ -138,6 +160,7 @@ pub(super) fn prepare(
                 min_periods: config.min_periods,
                 tile_size: config.tile_size,
                 cross,
+                propagate,
                 stop: crate::load::stop_flag(),
             }
             .run(&mut q_memory)?;
@@ -154,6 +177,7 @@ pub(super) fn prepare(
         GeneIds::String => None,
     };
     Ok(Prepared {
+        propagate,
         dictionary,
         genes: gene_ids,
         kernel,
@@ -164,6 +188,6 @@ pub(super) fn prepare(
         pvalues,
         qvalues,
         top,
-        _reserved: [ranks_memory, planes_memory, q_memory],
+        _reserved: [ranks_memory, planes_memory, q_memory, p_memory],
     })
 }

@@ -344,10 +344,16 @@ impl PairStream {
                     continue;
                 }
                 let stats = m.pair_stats(p.i as usize, p.j as usize);
+                // `kendall.missing = 'propagate'`: a pair touching a gene
+                // with a missing value is NaN (tau, p and q), as in scipy.
+                let propagated =
+                    prepared.propagate && (m.has_gaps(p.i as usize) || m.has_gaps(p.j as usize));
                 // Too few shared samples: tau and p-value are NULL, and so is
                 // every pushed-down comparison of them (the row never passes).
-                let valid = stats.n >= self.min_periods;
-                let t = if valid {
+                let valid = propagated || stats.n >= self.min_periods;
+                let t = if propagated {
+                    f64::NAN
+                } else if valid {
                     tau(self.variant, p.s, stats.n, stats.u, stats.v)
                 } else {
                     f64::NAN
@@ -361,7 +367,7 @@ impl PairStream {
                     continue;
                 }
                 let p_value = || match &prepared.pvalues {
-                    Some(pv) if valid => pv.p_value(
+                    Some(pv) if valid && !propagated => pv.p_value(
                         stats.n,
                         p.s,
                         (stats.u, stats.u_variance),
@@ -370,7 +376,9 @@ impl PairStream {
                     _ => f64::NAN,
                 };
                 let q_value = |last: &mut LastContext| match &prepared.qvalues {
-                    Some(q) if valid => q.q_value(last, (p.i as usize, p.j as usize), &stats, p.s),
+                    Some(q) if valid && !propagated => {
+                        q.q_value(last, (p.i as usize, p.j as usize), &stats, p.s)
+                    }
                     _ => f64::NAN,
                 };
                 // A filter on tau alone is decided before any p-value is

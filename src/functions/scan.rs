@@ -181,6 +181,8 @@ pub(crate) async fn plan_scan(
         partitions: partitions(options.partitions.get(), config),
         batch_size: usize::from(config.execution.batch_size).max(1),
         pvalue: options.pvalue,
+        alternative: options.alternative,
+        continuity: options.continuity,
         fdr: options.fdr,
         predicate: predicate.map(Arc::new),
         gene_predicate: gene_predicate.map(Arc::new),

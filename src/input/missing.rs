@@ -1,10 +1,10 @@
 //! Missing values: what a null or NaN in the input means
-//! (`SET kendall.missing = 'pairwise' | 'error'`).
+//! (`SET kendall.missing = 'pairwise' | 'complete' | 'propagate' | 'error'`).
 
 use datafusion::arrow::array::{Array, Float64Array};
 use datafusion::error::Result;
 
-use super::data_error;
+use super::{ExpressionMatrix, data_error};
 
 crate::option_enum::option_enum! {
     /// How null and NaN values are treated (`SET kendall.missing = ...`).
@@ -13,6 +13,12 @@ crate::option_enum::option_enum! {
         /// `corr`, R's `use = "pairwise.complete.obs"`). The default.
         #[default]
         Pairwise = "pairwise",
+        /// Listwise deletion (R's `use = "complete.obs"`): a sample missing
+        /// in any gene is dropped for every pair, before ranking.
+        Complete = "complete" | "complete.obs",
+        /// scipy's `nan_policy = 'propagate'`: a pair in which either gene
+        /// has a missing value gets NaN tau and p-value (not NULL).
+        Propagate = "propagate",
         /// A null or NaN value is an error naming the gene and sample.
         Error = "error",
     }
@@ -50,13 +56,59 @@ pub(super) fn missing_value(
     what: impl Fn() -> String,
 ) -> Result<f64> {
     match missing {
-        MissingValues::Pairwise => Ok(f64::NAN),
+        MissingValues::Pairwise | MissingValues::Complete | MissingValues::Propagate => {
+            Ok(f64::NAN)
+        }
         MissingValues::Error => Err(data_error(format!(
             "{} has a {} value and kendall.missing = 'error'; SET kendall.missing = 'pairwise' \
              to use, for each pair, the samples both genes have",
             what(),
             if null { "null" } else { "NaN" }
         ))),
+    }
+}
+
+impl ExpressionMatrix {
+    /// Listwise deletion (`kendall.missing = 'complete'`): drops every
+    /// sample that is missing (NaN) in any gene, in place; returns how many
+    /// samples were dropped.
+    pub fn keep_complete_samples(&mut self) -> usize {
+        let n = self.samples;
+        if n == 0 {
+            return 0;
+        }
+        let mut keep = vec![true; n];
+        for row in self.values.chunks(n) {
+            for (k, x) in row.iter().enumerate() {
+                if x.is_nan() {
+                    keep[k] = false;
+                }
+            }
+        }
+        let kept: Vec<usize> = (0..n).filter(|&k| keep[k]).collect();
+        if kept.len() == n {
+            return 0;
+        }
+        // Compacted in place: a value moves only towards the front.
+        let mut w = 0;
+        for g in 0..self.values.len() / n {
+            for &k in &kept {
+                self.values[w] = self.values[g * n + k];
+                if !self.residuals.is_empty() {
+                    self.residuals[w] = self.residuals[g * n + k];
+                }
+                w += 1;
+            }
+        }
+        self.values.truncate(w);
+        if !self.residuals.is_empty() {
+            self.residuals.truncate(w);
+        }
+        if !self.sample_ids.is_empty() {
+            self.sample_ids = kept.iter().map(|&k| self.sample_ids[k].clone()).collect();
+        }
+        self.samples = kept.len();
+        n - kept.len()
     }
 }
 
@@ -88,5 +140,32 @@ mod tests {
             MissingValues::Error
         );
         assert!("drop".parse::<MissingValues>().is_err());
+        for policy in [MissingValues::Complete, MissingValues::Propagate] {
+            assert!(checked_value(&column, 1, policy, what).unwrap().is_nan());
+        }
+        assert_eq!(
+            "complete.obs".parse::<MissingValues>().unwrap(),
+            MissingValues::Complete
+        );
+    }
+
+    #[test]
+    fn listwise_deletion_keeps_complete_samples() {
+        use datafusion::arrow::array::StringArray;
+        let nan = f64::NAN;
+        let mut m = ExpressionMatrix::from_parts(
+            StringArray::from(vec!["a", "b"]),
+            vec!["s0".into(), "s1".into(), "s2".into(), "s3".into()],
+            vec![1.0, nan, 3.0, 4.0, 5.0, 6.0, 7.0, nan],
+            vec![],
+            crate::memory::QueryMemory::unbounded("")
+                .reserve("test", 0)
+                .unwrap(),
+        );
+        assert_eq!(m.keep_complete_samples(), 2);
+        assert_eq!(m.samples, 2);
+        assert_eq!(m.values, vec![1.0, 3.0, 5.0, 7.0]);
+        assert_eq!(m.sample_ids, vec!["s0".to_string(), "s2".to_string()]);
+        assert_eq!(m.keep_complete_samples(), 0);
     }
 }

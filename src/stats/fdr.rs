@@ -490,6 +490,9 @@ pub struct CountingPass<'a> {
     /// `kendall_cross_pairs`: the family is the left × right pairs of this
     /// many left and right genes (stacked left first), not all pairs.
     pub cross: Option<(usize, usize)>,
+    /// `kendall.missing = 'propagate'`: pairs touching a gene with a
+    /// missing value have NaN p-values, so they are not tests.
+    pub propagate: bool,
     /// Set when the query no longer wants the result (checked between blocks).
     pub stop: Option<Arc<AtomicBool>>,
 }
@@ -547,6 +550,9 @@ impl CountingPass<'_> {
                     kernel.block(m, &cursor.rows()[rows], cols, &mut pending);
                     for p in &pending {
                         let pair = (p.i as usize, p.j as usize);
+                        if self.propagate && (m.has_gaps(pair.0) || m.has_gaps(pair.1)) {
+                            continue;
+                        }
                         let stats = m.pair_stats(pair.0, pair.1);
                         if stats.n >= self.min_periods {
                             counts.add(contexts_ref, pair, &stats, p.s);
@@ -792,7 +798,10 @@ mod tests {
     fn cells_give_scipys_q_values() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
-        let pvalues = PValues::new(super::super::pvalue::PValueMethod::Auto, 400);
+        let pvalues = PValues::new(
+            super::super::pvalue::PValueOptions::method(super::super::pvalue::PValueMethod::Auto),
+            400,
+        );
         // No gene classes: every context hashed (the classed path is the
         // one of the SQL tests on complete data).
         let contexts = ContextIndex {

@@ -21,6 +21,7 @@ mod layouts;
 mod load;
 mod memory;
 mod missing;
+mod parity;
 mod pvalues;
 mod shell;
 mod sql;

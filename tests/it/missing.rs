@@ -249,7 +249,10 @@ async fn missing_error_names_gene_and_sample() {
     );
     assert!(err.contains(DATA), "{err}");
     let err = crate::common::error(&ctx, "SET kendall.missing = 'drop'").await;
-    assert!(err.contains("'pairwise' or 'error'"), "{err}");
+    assert!(
+        err.contains("'pairwise', 'complete', 'propagate', 'error'"),
+        "{err}"
+    );
 }
 
 /// Data without gaps gives the same numbers whatever kendall.missing says.
