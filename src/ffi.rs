@@ -91,7 +91,6 @@ mod tests {
     use datafusion::common::config::ConfigOptions;
 
     use super::*;
-    use datafusion::common::config::ConfigOptions;
 
     #[test]
     fn host_major_checked() {
