@@ -295,16 +295,11 @@ impl PValues {
     }
 }
 
-/// `p` clipped to [0, 1], NaN kept (`f64::min` would turn NaN into 1: a
-/// pair without an answer would then look like a certain non-correlation).
+/// `p` clipped to [0, 1], NaN kept (`clamp` keeps NaN; `f64::min` would
+/// turn it into 1: a pair without an answer would then look like a certain
+/// non-correlation).
 fn clip(p: f64) -> f64 {
-    if p > 1.0 {
-        1.0
-    } else if p < 0.0 {
-        0.0
-    } else {
-        p
-    }
+    p.clamp(0.0, 1.0)
 }
 
 /// `n!` in f64 (infinity from 171 on, so 2/n! becomes 0 as in scipy).
@@ -482,6 +477,8 @@ mod tests {
     }
 
     #[test]
+    // The values as scipy's test quotes them (SymPy, 20 digits).
+    #[allow(clippy::excessive_precision)]
     fn exact_at_any_n() {
         // scipy's test_kendall_p_exact_large (values from SymPy): n and the
         // concordant count.
