@@ -474,6 +474,8 @@ async fn option_values_are_checked_and_named() {
         names,
         [
             "kendall.absent",
+            "kendall.alternative",
+            "kendall.continuity",
             "kendall.fdr",
             "kendall.format",
             "kendall.gene_ids",
