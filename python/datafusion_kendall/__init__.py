@@ -1,22 +1,25 @@
 """All-pairs Kendall rank correlation for the ``datafusion`` Python package.
 
 ``register(ctx)`` adds the SQL table functions ``kendall_all_pairs``,
-``kendall_top_partners`` and ``kendall_cross_pairs`` to a
+``kendall_top_partners``, ``kendall_cross_pairs`` and
+``kendall_candidate_pairs`` to a
 ``datafusion.SessionContext``; ``session_config()`` adds the ``kendall.*``
 options (``SET kendall.variant = 'c'``) to the configuration a context is
 built from; ``context()`` does both. ``corr(...)`` is the one-call
 convenience with pandas' habits: a pandas DataFrame, pyarrow Table, numpy
 2-D array or AnnData object in, a pandas DataFrame of pairs (or a square
-matrix) out.
+matrix) out. ``candidate_pairs(...)`` computes listed pairs only, and
+``batch_kendall_tau(...)`` is a drop-in for ``fast_kendall_sc``'s function
+of that name.
 
 The extension is compiled against one DataFusion major version; the FFI
 between it and the ``datafusion`` package is stable only within that major,
 so importing this module with another major raises ImportError.
 
 The code lives in private modules by concern: ``_session`` (options and
-registration), ``_inputs`` (inputs to Arrow), ``_progress`` (progress bars)
-and ``_corr`` (``corr()`` and its pandas results); ``_native`` is the
-compiled extension.
+registration), ``_inputs`` (inputs to Arrow), ``_progress`` (progress bars),
+``_corr`` (``corr()`` and its pandas results) and ``_candidates``
+(listed pairs); ``_native`` is the compiled extension.
 """
 
 from __future__ import annotations
@@ -41,17 +44,20 @@ __version__: str = _native.__version__
 DATAFUSION_MAJOR: int = _native.datafusion_major()
 """The DataFusion major version the extension was built against."""
 
+from ._candidates import batch_kendall_tau, candidate_pairs  # noqa: E402
 from ._corr import corr  # noqa: E402
 from ._session import FUNCTIONS, context, register, session_config  # noqa: E402
 
 # Documented, printed and pickled as the package's own, as before the split.
-for _f in (context, corr, register, session_config):
+for _f in (batch_kendall_tau, candidate_pairs, context, corr, register, session_config):
     _f.__module__ = __name__
 del _f
 
 __all__ = [
     "DATAFUSION_MAJOR",
     "FUNCTIONS",
+    "batch_kendall_tau",
+    "candidate_pairs",
     "context",
     "corr",
     "register",

@@ -40,6 +40,8 @@ pub struct RankedMatrix {
     /// present; empty when no value is missing.
     valid: Vec<u64>,
     mask_words: usize,
+    /// Some gene is [`RankedMatrix::two_valued`].
+    any_two_valued: bool,
 }
 
 /// Tie terms of one gene in the variance of Kendall's S (Kendall 1970, as
@@ -222,7 +224,11 @@ impl RankedMatrix {
         }
         let mut groups = try_with_capacity(group_count, "groups of tied values")?;
         groups.extend(ranked.iter().flat_map(|(_, g)| g.iter().copied()));
+        let any_two_valued = ranked
+            .iter()
+            .any(|(s, _)| s.ties.distinct == 2 && s.present as usize == samples);
         let matrix = Self {
+            any_two_valued,
             genes,
             samples,
             ranks,
@@ -299,6 +305,19 @@ impl RankedMatrix {
     #[inline]
     pub fn has_gaps(&self, g: usize) -> bool {
         self.present(g) != self.samples
+    }
+
+    /// Whether gene `g` takes exactly two distinct values and misses none
+    /// (a binarised feature: the rank-sum path of
+    /// [`binary`](crate::kernel::binary) applies to its pairs).
+    #[inline]
+    pub fn two_valued(&self, g: usize) -> bool {
+        self.summaries[g].ties.distinct == 2 && !self.has_gaps(g)
+    }
+
+    /// Whether some gene is [`RankedMatrix::two_valued`].
+    pub fn any_two_valued(&self) -> bool {
+        self.any_two_valued
     }
 
     /// Whether any value of the matrix is missing.
