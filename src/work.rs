@@ -460,6 +460,52 @@ mod tests {
     }
 
     #[test]
+    fn listed_pairs_are_visited_once_in_runs_of_one_first_gene() {
+        let values: Vec<f64> = (0..8 * 3).map(|k| (k % 5) as f64).collect();
+        let m = RankedMatrix::from_values(8, 3, &values);
+        let mut kernel = PairKernel::new(
+            crate::kernel::KernelKind::Naive,
+            3,
+            crate::kernel::isa::Isa::Scalar,
+            None,
+        )
+        .unwrap();
+        let pairs = ListedPairs {
+            first: vec![0, 0, 0, 2, 5, 5, 7],
+            second: vec![1, 3, 6, 1, 0, 4, 2],
+        };
+        let listed: Vec<(u32, u32)> = pairs
+            .first
+            .iter()
+            .copied()
+            .zip(pairs.second.iter().copied())
+            .collect();
+        for parts in [1usize, 2, 3, 7, 10] {
+            let split = WorkSplit::listed(Arc::new(pairs.clone()), parts);
+            assert_eq!(split.total_pairs(), 7);
+            let mut seen = Vec::new();
+            let mut sizes = Vec::new();
+            for p in 0..parts {
+                let mut cursor = split.cursor(p);
+                let mut out = Vec::new();
+                let mut got = 0;
+                while cursor.compute_next(&split, &m, 2, &mut kernel, &mut out) {
+                    // A block: one first gene, at most 2 pairs.
+                    let block = &out[got..];
+                    assert!(!block.is_empty() && block.len() <= 2, "{block:?}");
+                    assert!(block.iter().all(|q| q.i == block[0].i));
+                    got = out.len();
+                }
+                sizes.push(out.len());
+                seen.extend(out.iter().map(|q| (q.i, q.j)));
+            }
+            assert_eq!(seen, listed, "parts {parts}");
+            let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+            assert!(hi - lo <= 1, "parts {parts}: {sizes:?}");
+        }
+    }
+
+    #[test]
     fn tiles_visit_every_pair_once() {
         let values: Vec<f64> = (0..11 * 3).map(|k| (k % 5) as f64).collect();
         let m = RankedMatrix::from_values(11, 3, &values);

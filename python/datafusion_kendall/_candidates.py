@@ -12,6 +12,7 @@ from typing import Any
 
 import datafusion as _datafusion
 
+from ._inputs import _chunked
 from ._progress import _collect, _in_notebook
 from ._session import context
 
@@ -142,14 +143,15 @@ def candidate_pairs(
         used, pos = np.unique(np.concatenate([first, second]), return_inverse=True)
         first, second = pos[: len(first)], pos[len(first) :]
         xs = _columns(x, used, binary=False, what="x")
-        names = [x_ids[k] for k in used]
-        ys = None
+        names_i = names_j = [x_ids[k] for k in used]
+        ys, offset = None, 0
     else:
         used_x, first = np.unique(first, return_inverse=True)
         used_y, second = np.unique(second, return_inverse=True)
         xs = _columns(x, used_x, binary=False, what="x")
         ys = _columns(y, used_y, binary=False, what="y")
-        names = [x_ids[k] for k in used_x] + [y_ids[k] for k in used_y]
+        names_i, names_j = [x_ids[k] for k in used_x], [y_ids[k] for k in used_y]
+        offset = len(used_x)
     columns = "gene_i, gene_j, tau" + (", p_value, n" if p_values else "") + (
         ", q_value" if q_values else ""
     )
@@ -165,10 +167,14 @@ def candidate_pairs(
         partitions=partitions,
         where=where,
     )
-    categories = pd.Index(names, dtype=object)
+    # x's and y's names may coincide: each column has categories of its own.
     frame = {
-        "gene_i": pd.Categorical.from_codes(_codes(result, "gene_i"), categories=categories),
-        "gene_j": pd.Categorical.from_codes(_codes(result, "gene_j"), categories=categories),
+        "gene_i": pd.Categorical.from_codes(
+            _codes(result, "gene_i"), categories=pd.Index(names_i, dtype=object)
+        ),
+        "gene_j": pd.Categorical.from_codes(
+            _codes(result, "gene_j") - offset, categories=pd.Index(names_j, dtype=object)
+        ),
         "tau": _floats(result, "tau"),
     }
     if p_values:
@@ -300,16 +306,16 @@ def _run(x, y, first, second, *, columns, options, progress, partitions, where="
     tag = uuid.uuid4().hex
     names = {"x": f"dk_x_{tag}", "y": f"dk_y_{tag}", "pairs": f"dk_pairs_{tag}"}
     m = x.shape[1]
-    ctx.from_arrow(_long(x, np.arange(m), 0), name=names["x"])
+    ctx.from_arrow(_chunked(_long(x, np.arange(m), 0)), name=names["x"])
     sources = f"'{names['pairs']}', '{names['x']}'"
     offset = 0
     if y is not None:
-        ctx.from_arrow(_long(y, np.arange(y.shape[1]), m), name=names["y"])
+        ctx.from_arrow(_chunked(_long(y, np.arange(y.shape[1]), m)), name=names["y"])
         sources += f", '{names['y']}'"
         offset = m
     ids = lambda a: pa.array(np.asarray(a, dtype=np.int64)).cast(pa.string())  # noqa: E731
     ctx.from_arrow(
-        pa.table({"first": ids(first), "second": ids(np.asarray(second) + offset)}),
+        _chunked(pa.table({"first": ids(first), "second": ids(np.asarray(second) + offset)})),
         name=names["pairs"],
     )
     settings = {"layout": "long", "absent": "zero", "gene_ids": "dictionary", **options}

@@ -28,8 +28,9 @@ def sce2g_like(seed: int, cells: int, genes: int, peaks: int, per_gene: int):
     atac[:, 0] = 0.0
     gene_idx = np.repeat(np.arange(genes), per_gene)
     peak_idx = rng.integers(0, peaks, size=genes * per_gene)
-    gene_idx = np.concatenate([gene_idx, [3, 3]])
-    peak_idx = np.concatenate([peak_idx, [0, peak_idx[3 * per_gene]]])
+    # Gene 1 with the constant peak, and gene 1's first pair again.
+    gene_idx = np.concatenate([gene_idx, [1, 1]])
+    peak_idx = np.concatenate([peak_idx, [0, peak_idx[per_gene]]])
     return rna, atac, gene_idx, peak_idx
 
 
@@ -121,3 +122,15 @@ def test_candidate_pairs_on_anndata_and_frames():
     assert len(within) == 1
     assert (within.gene_i[0], within.gene_j[0]) == ("G0", "G1")
     assert abs(within.tau[0] - stats.kendalltau(rna[:, 0], rna[:, 1]).statistic) <= TOL
+
+
+def test_millions_of_stored_entries_are_read():
+    # 5 million stored entries: large record batches once made the
+    # `datafusion` package abort the process while the engine read them.
+    x = sp.random(20000, 1000, density=0.25, format="csc", random_state=1)
+    y = sp.random(20000, 50, density=0.05, format="csc", random_state=2)
+    gi, pi = np.arange(0, 1000, 100), np.arange(10)
+    got = dk.batch_kendall_tau(x, y, gi, pi)
+    dense_x, dense_y = x[:, gi].toarray(), y[:, pi].toarray()
+    expected = np.array([stats.kendalltau(dense_x[:, k], dense_y[:, k] != 0).statistic for k in range(10)])
+    assert_taus(got, expected)
