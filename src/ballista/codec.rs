@@ -723,6 +723,7 @@ mod tests {
         );
         assert_eq!(a.spec(), b.spec());
         assert_eq!(a.right_spec(), b.right_spec());
+        assert_eq!(a.pair_list_spec(), b.pair_list_spec());
         assert_eq!(a.projection(), b.projection());
         let inputs = |e: &KendallExec| e.inputs().iter().map(|p| show(p)).collect::<Vec<_>>();
         assert_eq!(inputs(a), inputs(b), "input scans of {sql}");
@@ -866,6 +867,12 @@ mod tests {
             &[],
             "SELECT * FROM kendall_cross_pairs('tests/data/cross_left.csv', \
              'tests/data/cross_right.csv') WHERE abs(tau) > 0.2",
+        )
+        .await;
+        round_trip(
+            &[],
+            "SELECT * FROM kendall_candidate_pairs('tests/data/candidates.csv', \
+             'tests/data/cross_left.csv', 'tests/data/cross_right.csv') WHERE q_value < 0.5",
         )
         .await;
         round_trip(

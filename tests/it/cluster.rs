@@ -45,6 +45,12 @@ fn queries() -> Vec<(Vec<&'static str>, String)> {
         ),
         (
             vec![],
+            "SELECT gene_i, gene_j, tau, p_value, q_value FROM kendall_candidate_pairs(\
+             'tests/data/candidates.csv', 'tests/data/cross_left.csv', 'tests/data/cross_right.csv')"
+                .to_string(),
+        ),
+        (
+            vec![],
             format!("SELECT count(*) AS pairs, count(tau) AS taus FROM kendall_all_pairs('{DEMO}')"),
         ),
     ]
