@@ -10,7 +10,7 @@ import datafusion_kendall as dk
 # SQL, as in the command-line shell. The kendall.* options (SET) go in with
 # the configuration the context is built from.
 ctx = SessionContext(dk.session_config())
-dk.register(ctx)  # kendall_all_pairs, kendall_top_partners, kendall_cross_pairs
+dk.register(ctx)  # kendall_all_pairs, _top_partners, _cross_pairs, _candidate_pairs
 ctx.sql("SET kendall.variant = 'c'")
 net = ctx.sql("""SELECT gene_i, gene_j, tau
                  FROM kendall_all_pairs('data/demo_expression.parquet')
