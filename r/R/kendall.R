@@ -117,8 +117,12 @@ kendall_cor <- function(x, y = NULL, use = "everything", method = "kendall",
   na_matrix <- function() {
     matrix(NA_real_, ncol(xm), if (is.null(ym)) ncol(xm) else ncol(ym))
   }
-  if (na.method == 1L && (anyNA(xm) || (!is.null(ym) && anyNA(ym)))) {
-    stop("missing observations in cov/cor")
+  if (na.method == 1L) {
+    # cor() checks the ranks, which for a single sample are its row numbers.
+    if (nrow(xm) == 0L) stop("'x' is empty")
+    if (nrow(xm) > 1L && (anyNA(xm) || (!is.null(ym) && anyNA(ym)))) {
+      stop("missing observations in cov/cor")
+    }
   }
   if (na.method %in% c(2L, 5L)) {
     ok <- if (is.null(ym)) complete.cases(xm) else complete.cases(xm, ym)
@@ -139,7 +143,6 @@ kendall_cor <- function(x, y = NULL, use = "everything", method = "kendall",
   if (nrow(xm) < 2L) {
     # cor() has no pair of samples to compare: all NA (and, for one sample
     # without `pairwise`, no dimnames, as cor() gives).
-    if (pairwise) warning("the standard deviation is zero")
     r <- na_matrix()
     if (nrow(xm) == 1L && !pairwise) return(if (as_matrix) r else r[1L, 1L])
     return(shape(r))
@@ -152,19 +155,6 @@ kendall_cor <- function(x, y = NULL, use = "everything", method = "kendall",
   dim(r) <- c(ncol(xm), if (is.null(ym)) ncol(xm) else ncol(ym))
   if (zero_sd) warning("the standard deviation is zero")
   shape(r)
-}
-
-# A samples x genes matrix or data frame as a data frame with one column per
-# gene (genes named by colnames, else V1, V2, ...).
-.genes_as_columns <- function(x, what = "x") {
-  if (is.matrix(x)) {
-    if (!(is.numeric(x) || is.logical(x))) stop(sprintf("'%s' must be numeric", what), call. = FALSE)
-    x <- as.data.frame(x)
-  }
-  if (!is.data.frame(x)) {
-    stop(sprintf("'%s' must be a numeric matrix or data frame (samples x genes)", what), call. = FALSE)
-  }
-  x
 }
 
 # A samples x genes matrix or data frame as genes in rows: a `gene` column,
@@ -205,14 +195,11 @@ kendall_pairs <- function(x, threshold = NULL, p_values = FALSE, q_values = FALS
   .check_flag(q_values, "q_values")
   .check_variant(variant)
   sql <- sprintf(
-    "SELECT %s FROM kendall_all_pairs('x')%s",
+    "SELECT %s FROM kendall_all_pairs('x', 'gene')%s",
     .pair_columns(p_values, q_values), .threshold_clause(threshold)
   )
-  opts <- c(
-    .kd_options(list(variant = variant, layout = "genes_as_columns", gene_ids = "dictionary")),
-    .kd_options(options)
-  )
-  .kd_sql(sql, list(x = .genes_as_columns(x)), opts[!duplicated(names(opts), fromLast = TRUE)], progress)
+  opts <- c(.kd_options(list(variant = variant, gene_ids = "dictionary")), .kd_options(options))
+  .kd_sql(sql, list(x = .genes_as_rows(x, "x")), opts[!duplicated(names(opts), fromLast = TRUE)], progress)
 }
 
 #' Each gene's k strongest partners
@@ -224,9 +211,9 @@ kendall_top_partners <- function(x, k = 10L, p_values = FALSE, variant = "b",
   .check_flag(p_values, "p_values")
   .check_variant(variant)
   cols <- if (p_values) "gene, partner, tau, rank, p_value, n" else "gene, partner, tau, rank"
-  sql <- sprintf("SELECT %s FROM kendall_top_partners('x', %d)", cols, as.integer(k))
-  opts <- c(.kd_options(list(variant = variant, layout = "genes_as_columns")), .kd_options(options))
-  .kd_sql(sql, list(x = .genes_as_columns(x)), opts[!duplicated(names(opts), fromLast = TRUE)], progress)
+  sql <- sprintf("SELECT %s FROM kendall_top_partners('x', %d, 'gene')", cols, as.integer(k))
+  opts <- c(.kd_options(list(variant = variant)), .kd_options(options))
+  .kd_sql(sql, list(x = .genes_as_rows(x, "x")), opts[!duplicated(names(opts), fromLast = TRUE)], progress)
 }
 
 #' Every pair of a gene of x with a gene of y
@@ -309,14 +296,14 @@ kendall_network <- function(x, threshold = NULL, q_value = NULL, nodes = NULL, n
     file <- tempfile(fileext = ".graphml")
     on.exit(unlink(file), add = TRUE)
   }
-  tables <- list(x = .genes_as_columns(x))
+  tables <- list(x = .genes_as_rows(x, "x"))
   if (!is.null(nodes)) tables$graphml_nodes <- nodes
   sql <- sprintf(
-    "COPY (SELECT %s FROM kendall_all_pairs('x') WHERE %s) TO %s STORED AS GRAPHML%s",
+    "COPY (SELECT %s FROM kendall_all_pairs('x', 'gene') WHERE %s) TO %s STORED AS GRAPHML%s",
     cols, paste(where, collapse = " AND "), .sql_string(path.expand(file)),
     .graphml_options(nodes, node_key, FALSE, all_nodes)
   )
-  opts <- c(.kd_options(list(variant = variant, layout = "genes_as_columns")), .kd_options(options))
+  opts <- c(.kd_options(list(variant = variant)), .kd_options(options))
   .kd_sql(sql, tables, opts[!duplicated(names(opts), fromLast = TRUE)], progress)
   igraph::read_graph(file, format = "graphml")
 }
