@@ -14,8 +14,9 @@ between it and the ``datafusion`` package is stable only within that major,
 so importing this module with another major raises ImportError.
 
 The code lives in private modules by concern: ``_session`` (options and
-registration), ``_inputs`` (inputs to Arrow), ``_progress`` (progress bars)
-and ``_corr`` (``corr()`` and its pandas results); ``_native`` is the
+registration), ``_inputs`` (inputs to Arrow), ``_progress`` (progress bars),
+``_corr`` (``corr()`` and its pandas results) and ``_graphml``
+(``write_graphml()``); ``_native`` is the
 compiled extension.
 """
 
@@ -42,10 +43,11 @@ DATAFUSION_MAJOR: int = _native.datafusion_major()
 """The DataFusion major version the extension was built against."""
 
 from ._corr import corr  # noqa: E402
+from ._graphml import write_graphml  # noqa: E402
 from ._session import FUNCTIONS, context, register, session_config  # noqa: E402
 
 # Documented, printed and pickled as the package's own, as before the split.
-for _f in (context, corr, register, session_config):
+for _f in (context, corr, register, session_config, write_graphml):
     _f.__module__ = __name__
 del _f
 
@@ -56,4 +58,5 @@ __all__ = [
     "corr",
     "register",
     "session_config",
+    "write_graphml",
 ]
