@@ -120,9 +120,11 @@ fn wait<T: Send + 'static>(
 }
 
 /// A session with the table functions and the `kendall.*` options, `options`
-/// set (names `kendall.variant`, `datafusion.execution.batch_size`, ...).
+/// set (names `kendall.variant`, `datafusion.execution.batch_size`, ...);
+/// files can be named as tables (`SELECT * FROM 'expr.parquet'`), as in the
+/// shell.
 fn context(options: &[(String, String)]) -> Result<SessionContext> {
-    let ctx = datafusion_kendall::new_context()?;
+    let ctx = datafusion_kendall::new_context()?.enable_url_table();
     {
         let state = ctx.state_ref();
         let mut state = state.write();
