@@ -14,6 +14,7 @@ mod errors;
 mod exports;
 mod fdr;
 mod fuzz;
+mod graphml;
 mod inputs;
 mod integers;
 mod kernels;
