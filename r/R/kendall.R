@@ -198,7 +198,11 @@ kendall_pairs <- function(x, threshold = NULL, p_values = FALSE, q_values = FALS
     "SELECT %s FROM kendall_all_pairs('x', 'gene')%s",
     .pair_columns(p_values, q_values), .threshold_clause(threshold)
   )
-  opts <- c(.kd_options(list(variant = variant, gene_ids = "dictionary")), .kd_options(options))
+  opts <- c(
+    .kd_options(list(variant = variant, gene_ids = "dictionary",
+                     datafusion.execution.batch_size = 1048576)),
+    .kd_options(options)
+  )
   .kd_sql(sql, list(x = .genes_as_rows(x, "x")), opts[!duplicated(names(opts), fromLast = TRUE)], progress)
 }
 

@@ -1,5 +1,6 @@
 //! `COPY ... TO 'x.graphml'` through SQL: the edges of a query, nodes with
-//! degrees and annotation from a table, the options and the refusals.
+//! degrees and annotation from a table, the options and the refusals
+//! (reading GraphML as a table among them).
 
 use std::collections::HashMap;
 
@@ -166,6 +167,7 @@ async fn bad_options_targets_and_reads_are_refused() {
             ),
         )
         .await,
-        &["GraphML is written", "not read"],
+        // DataFusion has no table factory for it: GraphML is write-only.
+        &["GRAPHML"],
     );
 }

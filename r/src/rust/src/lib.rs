@@ -218,6 +218,11 @@ fn kd_cor(x: Sexp, y: Sexp, pairwise: bool, variant: &str, progress: bool) -> sa
             if pairwise { "pairwise" } else { "propagate" }.to_string(),
         ),
         ("kendall.gene_ids".to_string(), "dictionary".to_string()),
+        // Fewer, larger batches: less per-batch work in the fill loop.
+        (
+            "datafusion.execution.batch_size".to_string(),
+            (1 << 20).to_string(),
+        ),
     ];
     let ctx = context(&options).map_err(r_error)?;
     let (x_batch, mut has_na) = convert::matrix_to_gene_rows(xv, n, m, 'x').map_err(r_error)?;
