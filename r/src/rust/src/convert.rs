@@ -24,17 +24,17 @@ pub fn real_matrix<'a>(what: &str, x: &'a Sexp) -> savvy::Result<(&'a [f64], usi
     let dim = x
         .get_dim()
         .filter(|d| d.len() == 2)
-        .ok_or_else(|| savvy::Error::new(&format!("'{what}' must be a matrix")))?;
+        .ok_or_else(|| savvy::Error::new(format!("'{what}' must be a matrix")))?;
     let (rows, cols) = (dim[0] as usize, dim[1] as usize);
     if !x.is_real() {
-        return Err(savvy::Error::new(&format!(
+        return Err(savvy::Error::new(format!(
             "'{what}' must be a double matrix"
         )));
     }
     let real = savvy::RealSexp(x.0);
     let data = real.as_slice();
     if data.len() != rows * cols {
-        return Err(savvy::Error::new(&format!("'{what}': dim does not match")));
+        return Err(savvy::Error::new(format!("'{what}': dim does not match")));
     }
     // SAFETY: the doubles belong to the R vector `x`, which R keeps alive
     // (and unchanged) for the whole call `'a` borrows it for; `real` is only
@@ -69,7 +69,7 @@ pub fn matrix_to_gene_rows(
 }
 
 fn err(msg: String) -> savvy::Error {
-    savvy::Error::new(&msg)
+    savvy::Error::new(msg)
 }
 
 /// A validity buffer from per-row validity, or none when all are valid.

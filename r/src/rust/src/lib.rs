@@ -42,12 +42,12 @@ fn runtime() -> savvy::Result<&'static Runtime> {
                 .map_err(|e| e.to_string())
         })
         .as_ref()
-        .map_err(|e| savvy::Error::new(&format!("datafusion.kendall: no tokio runtime: {e}")))
+        .map_err(|e| savvy::Error::new(format!("datafusion.kendall: no tokio runtime: {e}")))
 }
 
 /// A DataFusion error as R shows it.
 fn r_error(e: DataFusionError) -> savvy::Error {
-    savvy::Error::new(&e.to_string())
+    savvy::Error::new(e.to_string())
 }
 
 /// The plan a running query executes, for its progress line.
@@ -80,7 +80,7 @@ fn wait<T: Send + 'static>(
             }
             Ok(Err(join)) => {
                 clear(shown);
-                return Err(savvy::Error::new(&format!(
+                return Err(savvy::Error::new(format!(
                     "datafusion.kendall: the query stopped unexpectedly: {join}"
                 )));
             }
