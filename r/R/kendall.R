@@ -147,6 +147,15 @@ kendall_cor <- function(x, y = NULL, use = "everything", method = "kendall",
     if (nrow(xm) == 1L && !pairwise) return(if (as_matrix) r else r[1L, 1L])
     return(shape(r))
   }
+  # cor() ranks infinite values (the engine refuses them as input): tau
+  # depends only on order, so a gene with one is passed as its ranks.
+  as_ranks <- function(m) {
+    inf <- which(colSums(is.infinite(m)) > 0)
+    for (j in inf) m[, j] <- rank(m[, j], na.last = "keep")
+    m
+  }
+  xm <- as_ranks(xm)
+  if (!is.null(ym)) ym <- as_ranks(ym)
   r <- .kd_interruptible(.Call(
     savvy_kd_cor__impl, xm, ym, pairwise, variant, isTRUE(progress)
   ))

@@ -32,6 +32,15 @@ test_that("data frames, vectors, logical and integer input, as cor takes them", 
   expect_same_as_cor(function(f) f(x))
 })
 
+test_that("infinite values are ranked, as cor ranks them", {
+  x <- random_matrix(25, 6, na = 0.05, seed = 10)
+  x[3, 1] <- Inf
+  x[5, 1] <- -Inf
+  x[7, 3] <- Inf
+  for (use in uses) expect_same_as_cor(function(f) f(x, use = use), warnings = use != "everything")
+  expect_same_as_cor(function(f) f(x[, 1:3], x[, 4:6], use = "pairwise"))
+})
+
 test_that("edge cases: no rows, one row, all-NA and constant genes, no complete case", {
   x <- random_matrix(10, 5, na = 0, seed = 7)
   x[, 4] <- NA
