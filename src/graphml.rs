@@ -466,6 +466,10 @@ impl GraphmlWriter {
     /// first, then attributes).
     pub fn create(path: &Path, schema: &Schema, options: GraphmlOptions) -> Result<Self> {
         check_edge_schema(schema)?;
+        // As DataFusion's writers do: the target's directory is made if needed.
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| io_error("create the directory", dir, e))?;
+        }
         let edges_path = sibling(path, "edges");
         let temps = TempFiles(vec![edges_path.clone()]);
         let file = File::create(&edges_path).map_err(|e| io_error("create", &edges_path, e))?;
@@ -763,7 +767,7 @@ mod tests {
     #[test]
     fn writes_nodes_with_degrees_then_edges() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("net.graphml");
+        let path = dir.path().join("out").join("net.graphml");
         let batch = edges();
         let mut w =
             GraphmlWriter::create(&path, &batch.schema(), GraphmlOptions::default()).unwrap();
@@ -778,8 +782,9 @@ mod tests {
         assert!(text.contains("<edge source=\"A\" target=\"D\"><data key=\"e1\">9</data></edge>"));
         assert!(text.contains("<data key=\"e0\">-1e-7</data>"), "{text}");
         assert!(text.find("<node").unwrap() < text.find("<edge").unwrap());
-        // Only the target remains: the temporary files are gone.
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        // Only the target remains (in the directory made for it): the
+        // temporary files are gone.
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("out")).unwrap().collect();
         assert_eq!(names.len(), 1);
     }
 
