@@ -54,7 +54,7 @@ fn r_error(e: DataFusionError) -> savvy::Error {
 type SharedPlan = Arc<Mutex<Option<Arc<dyn ExecutionPlan>>>>;
 
 /// Waits for `task` on R's main thread: every 100 ms checks for Ctrl-C
-/// (then cancels the task and waits until it has stopped) and, with
+/// (then cancels the task and returns at once) and, with
 /// `progress`, after the first second prints the pairs computed so far
 /// (`plan`) on one console line, cleared at the end.
 fn wait<T: Send + 'static>(
@@ -87,10 +87,9 @@ fn wait<T: Send + 'static>(
             Err(_elapsed) => {}
         }
         if interrupt::pending() {
+            // Cancelled: its partitions stop at their next step (the task
+            // owns everything it uses, nothing of R's), while R goes on.
             task.abort();
-            // Wait until the task is gone: it may hold pointers into R memory
-            // (kd_cor's result) that R frees once this call returns.
-            let _ = rt.block_on(&mut task);
             clear(shown);
             return Err(savvy::Error::new(INTERRUPTED));
         }
@@ -239,24 +238,23 @@ fn kd_cor(x: Sexp, y: Sexp, pairwise: bool, variant: &str, progress: bool) -> sa
     };
 
     let na = <f64 as savvy::NotAvailableValue>::na();
-    let mut out = OwnedRealSexp::new(m * cols)?;
-    out.as_mut_slice().fill(na);
+    let mut values = vec![na; m * cols];
     if yv.is_none() {
         for g in 0..m {
             // The diagonal: R gives 1, or with `pairwise` NA for a gene
             // with fewer than 2 distinct values.
             let column = &xv[g * n..(g + 1) * n];
             let one = !pairwise || two_distinct(column);
-            out.as_mut_slice()[g * m + g] = if one { 1.0 } else { na };
+            values[g * m + g] = if one { 1.0 } else { na };
         }
     }
-    let target = Target {
-        ptr: out.as_mut_slice().as_mut_ptr() as usize,
+    let mut target = Target {
+        values,
         rows: m,
-        len: m * cols,
         cross: yv.is_some(),
         pairwise,
         has_na,
+        na,
     };
     let plan: SharedPlan = Arc::default();
     let slot = Arc::clone(&plan);
@@ -269,11 +267,13 @@ fn kd_cor(x: Sexp, y: Sexp, pairwise: bool, variant: &str, progress: bool) -> sa
         let mut stream = execute_stream(physical, ctx.task_ctx())?;
         let mut fill = Filler::default();
         while let Some(batch) = stream.next().await {
-            fill.batch(&target, &batch?)?;
+            fill.batch(&mut target, &batch?)?;
         }
-        Ok(fill.zero_sd)
+        Ok((target.values, fill.zero_sd))
     });
-    let zero_sd = wait(task, &plan, progress)?;
+    let (values, zero_sd) = wait(task, &plan, progress)?;
+    let mut out = OwnedRealSexp::try_from_slice(&values)?;
+    drop(values);
     out.set_attrib(
         "zero_sd",
         OwnedLogicalSexp::try_from_scalar(zero_sd)?.into(),
@@ -298,17 +298,18 @@ fn two_distinct(v: &[f64]) -> bool {
     false
 }
 
-/// Where `kd_cor` writes its taus: an R vector held by R's main thread,
-/// which waits (in [`wait`]) until the writing task has ended.
+/// The matrix `kd_cor` fills, owned by its task until it returns it (a
+/// cancelled task drops it: nothing of R's is written from another thread).
 struct Target {
-    /// The address of the `rows x cols` column-major doubles.
-    ptr: usize,
+    /// The `rows x cols` column-major doubles, R's `NA` where no tau is.
+    values: Vec<f64>,
     rows: usize,
-    len: usize,
     cross: bool,
     pairwise: bool,
     /// Whether each gene (x's, then y's) has a missing value.
     has_na: Vec<bool>,
+    /// R's `NA` (a NaN with R's payload).
+    na: f64,
 }
 
 /// Writes pair rows into a [`Target`].
@@ -337,7 +338,7 @@ impl Filler {
         Ok(&self.cache.as_ref().map(|(_, v)| v).expect("just set")[..])
     }
 
-    fn batch(&mut self, t: &Target, batch: &RecordBatch) -> Result<()> {
+    fn batch(&mut self, t: &mut Target, batch: &RecordBatch) -> Result<()> {
         let gi = batch.column(0).as_dictionary::<Int32Type>();
         let gj = batch.column(1).as_dictionary::<Int32Type>();
         if !matches!(gi.values().data_type(), DataType::Utf8) {
@@ -360,7 +361,7 @@ impl Filler {
                 .map(|&k| map[k as usize])
                 .collect()
         };
-        let na = <f64 as savvy::NotAvailableValue>::na();
+        let na = t.na;
         let m = t.rows;
         for r in 0..batch.num_rows() {
             let (i, j) = (ii[r], jj[r]);
@@ -378,23 +379,10 @@ impl Filler {
             } else {
                 v
             };
-            let (p, q) = if t.cross {
-                (i + j * m, usize::MAX)
-            } else {
-                (i + j * m, j + i * m)
-            };
-            if p >= t.len || (q != usize::MAX && q >= t.len) {
-                return Err(DataFusionError::Internal("pair out of range".into()));
-            }
-            // SAFETY: `t.ptr` points at `t.len` doubles of an R vector that
-            // R's main thread keeps alive and does not touch until this task
-            // has ended (`wait` waits for it, also after a Ctrl-C); `p` and
-            // `q` were checked against `t.len`; only this task writes.
-            unsafe {
-                *(t.ptr as *mut f64).add(p) = v;
-                if q != usize::MAX {
-                    *(t.ptr as *mut f64).add(q) = v;
-                }
+            let out_of_range = || DataFusionError::Internal("pair out of range".into());
+            *t.values.get_mut(i + j * m).ok_or_else(out_of_range)? = v;
+            if !t.cross {
+                *t.values.get_mut(j + i * m).ok_or_else(out_of_range)? = v;
             }
         }
         Ok(())
