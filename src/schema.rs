@@ -18,6 +18,9 @@ pub const TOP_PARTNERS: &str = "kendall_top_partners";
 /// SQL name of the cross-matrix table function.
 pub const CROSS_PAIRS: &str = "kendall_cross_pairs";
 
+/// SQL name of the candidate-list table function.
+pub const CANDIDATE_PAIRS: &str = "kendall_candidate_pairs";
+
 /// The first gene of a pair (`gene_i < gene_j` in input order).
 pub const GENE_I: &str = "gene_i";
 /// The second gene of a pair.

@@ -5,13 +5,17 @@
 //! the bitset kernel's tie-free path covers every pair it can). Gene-targeted
 //! queries: only the pairs that touch the anchor genes of a pushed-down gene
 //! filter, cut into runs so that every partition gets the same number of
-//! pairs (within one). The caller sizes each block by the pairs it may take
+//! pairs (within one). Candidate lists: the listed pairs, sorted by their
+//! first gene, a contiguous run of them per partition, in blocks of one
+//! first gene against its listed partners. The caller sizes each block by the pairs it may take
 //! (see `exec`'s pacing), so one block never holds a poll for long.
 
 use std::ops::Range;
+use std::sync::Arc;
 
 use crate::gene_filter::Side;
-use crate::input::RankedMatrix;
+use crate::input::{ListedPairs, RankedMatrix};
+use crate::kernel::{PairKernel, PairNumerator};
 use crate::tiles::TileGrid;
 
 /// Rows computed per kernel call at most (the bitset kernel's register block).
@@ -59,6 +63,14 @@ pub enum WorkSplit {
         right: usize,
         /// Pair numbers of each partition.
         ranges: Vec<Range<u64>>,
+    },
+    /// The pairs of a candidate list: a contiguous range of them per
+    /// partition.
+    Listed {
+        /// The pairs.
+        pairs: Arc<ListedPairs>,
+        /// Positions in `pairs` of each partition.
+        ranges: Vec<Range<usize>>,
     },
     /// Only pairs touching anchor genes.
     Anchors {
@@ -169,9 +181,19 @@ impl WorkSplit {
         }
     }
 
+    /// The listed `pairs`, split into `partitions` runs of equal pair
+    /// counts (within one).
+    pub fn listed(pairs: Arc<ListedPairs>, partitions: usize) -> Self {
+        let (total, partitions) = (pairs.len(), partitions.max(1));
+        let bound = |p: usize| ((total as u128 * p as u128) / partitions as u128) as usize;
+        let ranges = (0..partitions).map(|p| bound(p)..bound(p + 1)).collect();
+        WorkSplit::Listed { pairs, ranges }
+    }
+
     /// Pairs over all partitions (for progress displays).
     pub fn total_pairs(&self) -> u64 {
         match self {
+            WorkSplit::Listed { pairs, .. } => pairs.len() as u64,
             WorkSplit::Tiles { grid, .. } => grid.total_pairs(),
             WorkSplit::Cross { left, right, .. } => *left as u64 * *right as u64,
             WorkSplit::Anchors { total, .. } => *total,
@@ -187,6 +209,9 @@ impl WorkSplit {
                 group: 0..0,
             },
             WorkSplit::Cross { ranges, .. } => Walk::Cross {
+                pairs: ranges[p].clone(),
+            },
+            WorkSplit::Listed { ranges, .. } => Walk::Listed {
                 pairs: ranges[p].clone(),
             },
             WorkSplit::Anchors { parts, .. } => Walk::Anchors {
@@ -218,6 +243,10 @@ enum Walk {
         /// Pair numbers still to visit.
         pairs: Range<u64>,
     },
+    Listed {
+        /// Positions of listed pairs still to visit.
+        pairs: Range<usize>,
+    },
 }
 
 /// Walks one partition's pairs block by block.
@@ -231,6 +260,41 @@ pub struct PairCursor {
 }
 
 impl PairCursor {
+    /// Computes the numerators of the next block of at most `max_pairs`
+    /// pairs with `kernel`, appended to `out`; `false` when the partition
+    /// is done. Listed pairs come as one first gene against a run of its
+    /// partners; the other walks as [`PairCursor::next_block`]'s blocks.
+    pub fn compute_next(
+        &mut self,
+        split: &WorkSplit,
+        m: &RankedMatrix,
+        max_pairs: usize,
+        kernel: &mut PairKernel,
+        out: &mut Vec<PairNumerator>,
+    ) -> bool {
+        if let (Walk::Listed { pairs }, WorkSplit::Listed { pairs: list, .. }) =
+            (&mut self.walk, split)
+        {
+            if Range::is_empty(pairs) {
+                return false;
+            }
+            let start = pairs.start;
+            let first = list.first[start];
+            let most = (start + max_pairs.clamp(1, MAX_BLOCK_PAIRS)).min(pairs.end);
+            let end = start + list.first[start..most].partition_point(|&g| g == first);
+            kernel.listed(m, first, &list.second[start..end], out);
+            pairs.start = end;
+            return true;
+        }
+        match self.next_block(split, m, max_pairs) {
+            Some((rows, cols)) => {
+                kernel.block(m, &self.rows[rows], cols, out);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The next block of at most `max_pairs` pairs (at least one row and one
     /// column; a tile's row group is sized when it starts): rows (positions
     /// in [`PairCursor::rows`]) and columns, or `None` when the partition is
@@ -392,6 +456,52 @@ mod tests {
                 .collect();
             assert_eq!(pairs, all, "parts {parts}");
             assert_eq!(split.total_pairs(), (left * right) as u64);
+        }
+    }
+
+    #[test]
+    fn listed_pairs_are_visited_once_in_runs_of_one_first_gene() {
+        let values: Vec<f64> = (0..8 * 3).map(|k| (k % 5) as f64).collect();
+        let m = RankedMatrix::from_values(8, 3, &values);
+        let mut kernel = PairKernel::new(
+            crate::kernel::KernelKind::Naive,
+            3,
+            crate::kernel::isa::Isa::Scalar,
+            None,
+        )
+        .unwrap();
+        let pairs = ListedPairs {
+            first: vec![0, 0, 0, 2, 5, 5, 7],
+            second: vec![1, 3, 6, 1, 0, 4, 2],
+        };
+        let listed: Vec<(u32, u32)> = pairs
+            .first
+            .iter()
+            .copied()
+            .zip(pairs.second.iter().copied())
+            .collect();
+        for parts in [1usize, 2, 3, 7, 10] {
+            let split = WorkSplit::listed(Arc::new(pairs.clone()), parts);
+            assert_eq!(split.total_pairs(), 7);
+            let mut seen = Vec::new();
+            let mut sizes = Vec::new();
+            for p in 0..parts {
+                let mut cursor = split.cursor(p);
+                let mut out = Vec::new();
+                let mut got = 0;
+                while cursor.compute_next(&split, &m, 2, &mut kernel, &mut out) {
+                    // A block: one first gene, at most 2 pairs.
+                    let block = &out[got..];
+                    assert!(!block.is_empty() && block.len() <= 2, "{block:?}");
+                    assert!(block.iter().all(|q| q.i == block[0].i));
+                    got = out.len();
+                }
+                sizes.push(out.len());
+                seen.extend(out.iter().map(|q| (q.i, q.j)));
+            }
+            assert_eq!(seen, listed, "parts {parts}");
+            let (lo, hi) = (sizes.iter().min().unwrap(), sizes.iter().max().unwrap());
+            assert!(hi - lo <= 1, "parts {parts}: {sizes:?}");
         }
     }
 

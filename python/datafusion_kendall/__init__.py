@@ -1,13 +1,16 @@
 """All-pairs Kendall rank correlation for the ``datafusion`` Python package.
 
 ``register(ctx)`` adds the SQL table functions ``kendall_all_pairs``,
-``kendall_top_partners`` and ``kendall_cross_pairs`` to a
+``kendall_top_partners``, ``kendall_cross_pairs`` and
+``kendall_candidate_pairs`` to a
 ``datafusion.SessionContext``; ``session_config()`` adds the ``kendall.*``
 options (``SET kendall.variant = 'c'``) to the configuration a context is
 built from; ``context()`` does both. ``corr(...)`` is the one-call
 convenience with pandas' habits: a pandas DataFrame, pyarrow Table, numpy
 2-D array or AnnData object in, a pandas DataFrame of pairs (or a square
-matrix) out.
+matrix) out. ``candidate_pairs(...)`` computes listed pairs only, and
+``batch_kendall_tau(...)`` is a drop-in for ``fast_kendall_sc``'s function
+of that name.
 
 The extension is compiled against one DataFusion major version; the FFI
 between it and the ``datafusion`` package is stable only within that major,
@@ -15,8 +18,8 @@ so importing this module with another major raises ImportError.
 
 The code lives in private modules by concern: ``_session`` (options and
 registration), ``_inputs`` (inputs to Arrow), ``_progress`` (progress bars),
-``_corr`` (``corr()`` and its pandas results) and ``_graphml``
-(``write_graphml()``); ``_native`` is the
+``_corr`` (``corr()`` and its pandas results), ``_candidates``
+(listed pairs) and ``_graphml`` (``write_graphml()``); ``_native`` is the
 compiled extension.
 """
 
@@ -42,18 +45,29 @@ __version__: str = _native.__version__
 DATAFUSION_MAJOR: int = _native.datafusion_major()
 """The DataFusion major version the extension was built against."""
 
+from ._candidates import batch_kendall_tau, candidate_pairs  # noqa: E402
 from ._corr import corr  # noqa: E402
 from ._graphml import write_graphml  # noqa: E402
 from ._session import FUNCTIONS, context, register, session_config  # noqa: E402
 
 # Documented, printed and pickled as the package's own, as before the split.
-for _f in (context, corr, register, session_config, write_graphml):
+for _f in (
+    batch_kendall_tau,
+    candidate_pairs,
+    context,
+    corr,
+    register,
+    session_config,
+    write_graphml,
+):
     _f.__module__ = __name__
 del _f
 
 __all__ = [
     "DATAFUSION_MAJOR",
     "FUNCTIONS",
+    "batch_kendall_tau",
+    "candidate_pairs",
     "context",
     "corr",
     "register",

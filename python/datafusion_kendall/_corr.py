@@ -9,7 +9,7 @@ from typing import Any
 
 import datafusion as _datafusion
 
-from ._inputs import _to_arrow
+from ._inputs import _chunked, _to_arrow
 from ._progress import _collect, _in_notebook
 from ._session import context
 
@@ -154,7 +154,7 @@ def corr(
     # pandas categories without converting millions of strings.
     options["gene_ids"] = "dictionary"
     name = "dk_input_" + uuid.uuid4().hex
-    ctx.from_arrow(table, name=name)
+    ctx.from_arrow(_chunked(table), name=name)
     for key, value in options.items():
         ctx.sql(f"SET kendall.{key} = '{value}'")
     columns = "gene_i, gene_j, tau" + (", p_value, n" if p_values else "")

@@ -80,6 +80,23 @@ def _to_arrow(data: Any, genes: str):
     )
 
 
+# Rows per record batch of a table handed to the engine. The `datafusion`
+# package aborts the process (a Tokio task spawned outside its runtime,
+# while the extension reads the table through the FFI) for a memory table
+# whose record batches are large: 5 million rows of triples did, 300,000
+# did not. Batches of this many rows (slices, no copy) are read fine.
+CHUNK_ROWS = 1 << 16
+
+
+def _chunked(table: Any):
+    """``table`` as record batches of at most :data:`CHUNK_ROWS` rows."""
+    import pyarrow as pa
+
+    if all(len(b) <= CHUNK_ROWS for b in table.to_batches()):
+        return table
+    return pa.Table.from_batches(table.to_batches(max_chunksize=CHUNK_ROWS), schema=table.schema)
+
+
 def _matrix_table(x: Any, ids: list[str]):
     """A samples x genes matrix as an Arrow table in whichever layout has
     fewer columns (an Arrow column costs far more than a row): genes as rows

@@ -39,7 +39,7 @@ use prost::Message;
 use crate::exec::{KendallExec, ScanConfig};
 use crate::functions::scan::predicates;
 use crate::functions::{Call, KendallTable, function};
-use crate::input::{Columns, InputSpec};
+use crate::input::{Columns, InputSpec, PairListSpec};
 use crate::kernel::KernelKind;
 use crate::kernel::decision::{Decision, KernelPlan};
 use crate::memory;
@@ -201,6 +201,18 @@ struct ExecProto {
     /// plans), which are then not the node's children.
     #[prost(bytes = "vec", repeated, tag = "5")]
     inputs: Vec<Vec<u8>>,
+    /// Candidate pairs: the list's source and id columns.
+    #[prost(message, optional, tag = "6")]
+    pair_list: Option<PairListProto>,
+}
+
+/// The candidate list of a `KendallExec` (`kendall_candidate_pairs`).
+#[derive(Clone, PartialEq, Message)]
+struct PairListProto {
+    #[prost(string, tag = "1")]
+    what: String,
+    #[prost(string, repeated, tag = "2")]
+    columns: Vec<String>,
 }
 
 fn codec_error(what: &str, detail: impl std::fmt::Display) -> DataFusionError {
@@ -535,6 +547,10 @@ impl KendallPhysicalCodec {
         Ok(ExecProto {
             spec: Some(encode_spec(exec.spec())),
             right: exec.right_spec().map(|s| encode_spec(s)),
+            pair_list: exec.pair_list_spec().map(|l| PairListProto {
+                what: l.what.clone(),
+                columns: l.columns.to_vec(),
+            }),
             config: Some(encode_config(exec.config())?),
             projection: exec.projection().iter().map(|&i| i as u64).collect(),
             inputs,
@@ -562,7 +578,8 @@ impl KendallPhysicalCodec {
         } else {
             (embedded.as_slice(), children.first().cloned())
         };
-        let wanted = 1 + usize::from(proto.right.is_some());
+        let wanted =
+            1 + usize::from(proto.right.is_some()) + usize::from(proto.pair_list.is_some());
         if inputs.len() != wanted {
             return Err(codec_error(
                 "KendallExec",
@@ -574,6 +591,18 @@ impl KendallPhysicalCodec {
             KendallExec::try_new(Arc::new(spec), Arc::clone(&inputs[0]), config, projection)?;
         let exec = match proto.right {
             Some(right) => exec.with_right(Arc::new(decode_spec(right)?), Arc::clone(&inputs[1])),
+            None => exec,
+        };
+        let exec = match proto.pair_list {
+            Some(list) => {
+                let columns = <[String; 2]>::try_from(list.columns)
+                    .map_err(|_| codec_error("KendallExec", "a candidate list of two columns"))?;
+                let spec = PairListSpec {
+                    what: list.what,
+                    columns,
+                };
+                exec.with_pair_list(Arc::new(spec), Arc::clone(&inputs[wanted - 1]))
+            }
             None => exec,
         };
         Ok(Arc::new(match slices {

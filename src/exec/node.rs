@@ -27,7 +27,7 @@ use super::progress::{LiveScan, Progress, live_scans};
 use super::slices::{partition_slices, slice_of};
 use super::stream::{PairStream, StreamMetrics};
 use crate::error::in_function;
-use crate::input::{InputBatches, InputSpec};
+use crate::input::{InputBatches, InputSpec, PairListSpec};
 use crate::kernel::KernelKind;
 use crate::load::SharedLoad;
 use crate::memory::QueryMemory;
@@ -41,6 +41,9 @@ pub struct KendallExec {
     /// `kendall_cross_pairs`: the right source and its scan (its genes
     /// pair with every gene of `input`, and with no other).
     right: Option<(Arc<InputSpec>, Arc<dyn ExecutionPlan>)>,
+    /// `kendall_candidate_pairs`: the candidate list and its scan (only
+    /// its pairs are computed).
+    pair_list: Option<(Arc<PairListSpec>, Arc<dyn ExecutionPlan>)>,
     config: ScanConfig,
     projection: Vec<usize>,
     /// On a cluster, the only child: partition `p` of this in-memory scan
@@ -104,6 +107,7 @@ impl KendallExec {
             spec,
             input,
             right: None,
+            pair_list: None,
             config,
             projection,
             slices,
@@ -119,6 +123,17 @@ impl KendallExec {
     /// samples both have (matched by name).
     pub fn with_right(mut self, spec: Arc<InputSpec>, right: Arc<dyn ExecutionPlan>) -> Self {
         self.right = Some((spec, right));
+        self
+    }
+
+    /// The plan of `kendall_candidate_pairs`: only the pairs listed by
+    /// `pairs` (whose id columns `spec` names).
+    pub fn with_pair_list(
+        mut self,
+        spec: Arc<PairListSpec>,
+        pairs: Arc<dyn ExecutionPlan>,
+    ) -> Self {
+        self.pair_list = Some((spec, pairs));
         self
     }
 
@@ -149,17 +164,54 @@ impl KendallExec {
         self.right.as_ref().map(|(spec, _)| spec)
     }
 
+    /// `kendall_candidate_pairs`: the candidate list's source and columns.
+    pub fn pair_list_spec(&self) -> Option<&Arc<PairListSpec>> {
+        self.pair_list.as_ref().map(|(spec, _)| spec)
+    }
+
     /// The columns of the output schema this plan produces (indices).
     pub fn projection(&self) -> &[usize] {
         &self.projection
     }
 
-    /// The scans of the source (and of the right source of
-    /// `kendall_cross_pairs`): the children, except on a cluster.
+    /// The scans of the source, of the right source of
+    /// `kendall_cross_pairs` and of the list of `kendall_candidate_pairs`,
+    /// in that order: the children, except on a cluster.
     pub fn inputs(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
         let mut inputs = vec![&self.input];
         inputs.extend(self.right.as_ref().map(|(_, plan)| plan));
+        inputs.extend(self.pair_list.as_ref().map(|(_, plan)| plan));
         inputs
+    }
+
+    /// This plan's copy with other `inputs` (as [`KendallExec::inputs`]
+    /// lists them) and the same settings.
+    fn with_inputs(&self, mut inputs: Vec<Arc<dyn ExecutionPlan>>) -> Result<Self> {
+        let wanted = 1 + usize::from(self.right.is_some()) + usize::from(self.pair_list.is_some());
+        if inputs.len() != wanted {
+            return Err(DataFusionError::Internal(format!(
+                "KendallExec takes {wanted} children (its inputs), got {}",
+                inputs.len()
+            )));
+        }
+        let pair_list = match &self.pair_list {
+            Some((spec, _)) => inputs.pop().map(|plan| (Arc::clone(spec), plan)),
+            None => None,
+        };
+        let right = match &self.right {
+            Some((spec, _)) => inputs.pop().map(|plan| (Arc::clone(spec), plan)),
+            None => None,
+        };
+        let input = inputs.pop().expect("counted above");
+        let mut exec = KendallExec::try_new(
+            Arc::clone(&self.spec),
+            input,
+            self.config.clone(),
+            self.projection.clone(),
+        )?;
+        exec.right = right;
+        exec.pair_list = pair_list;
+        Ok(exec)
     }
 
     /// How far this scan has come: pairs computed so far over all
@@ -239,7 +291,12 @@ impl DisplayAs for KendallExec {
             write!(f, "{sep}filter{eq}{p}")?;
         }
         if self.wants_q_value() {
-            write!(f, "{sep}q_value{eq}{} over all pairs", c.fdr)?;
+            let family = if self.pair_list.is_some() {
+                "the listed pairs"
+            } else {
+                "all pairs"
+            };
+            write!(f, "{sep}q_value{eq}{} over {family}", c.fdr)?;
         }
         if let Some(p) = &c.gene_predicate {
             write!(f, "{sep}gene_filter{eq}{p}")?;
@@ -247,6 +304,9 @@ impl DisplayAs for KendallExec {
             if p.anchors().is_some() && self.right.is_none() {
                 write!(f, "{sep}pairs{eq}touching")?;
             }
+        }
+        if let Some((list, _)) = &self.pair_list {
+            write!(f, "{sep}pairs{eq}listed in {}", list.what)?;
         }
         if let Some(l) = c.limit {
             write!(f, "{sep}limit{eq}{l}")?;
@@ -296,7 +356,7 @@ impl ExecutionPlan for KendallExec {
 
     fn replace_children(
         self: Arc<Self>,
-        mut children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
         _options: ReplaceChildrenOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         if self.slices.is_some() {
@@ -306,37 +366,10 @@ impl ExecutionPlan for KendallExec {
                     c.len()
                 ))
             })?;
-            let exec = KendallExec::try_new(
-                Arc::clone(&self.spec),
-                Arc::clone(&self.input),
-                self.config.clone(),
-                self.projection.clone(),
-            )?;
-            let exec = match &self.right {
-                Some((spec, plan)) => exec.with_right(Arc::clone(spec), Arc::clone(plan)),
-                None => exec,
-            };
-            return Ok(Arc::new(exec.with_slices(slices)));
+            let inputs = self.inputs().into_iter().map(Arc::clone).collect();
+            return Ok(Arc::new(self.with_inputs(inputs)?.with_slices(slices)));
         }
-        let wanted = self.children().len();
-        if children.len() != wanted {
-            return Err(DataFusionError::Internal(format!(
-                "KendallExec takes {wanted} children (its inputs), got {}",
-                children.len()
-            )));
-        }
-        let right = (wanted == 2).then(|| children.pop()).flatten();
-        let input = children.pop().expect("checked above");
-        let exec = KendallExec::try_new(
-            Arc::clone(&self.spec),
-            input,
-            self.config.clone(),
-            self.projection.clone(),
-        )?;
-        Ok(Arc::new(match (right, &self.right) {
-            (Some(plan), Some((spec, _))) => exec.with_right(Arc::clone(spec), plan),
-            _ => exec,
-        }))
+        Ok(Arc::new(self.with_inputs(children)?))
     }
 
     fn with_new_children(
@@ -378,6 +411,7 @@ impl ExecutionPlan for KendallExec {
         let memory = QueryMemory::new(Arc::clone(context.memory_pool()), function, &self.spec.what);
         let input = Arc::clone(&self.input);
         let right = self.right.clone();
+        let pair_list = self.pair_list.clone();
         let total_pairs = Arc::clone(&self.total_pairs);
         let metrics = StreamMetrics::new(&self.metrics, partition);
         let stream_schema = Arc::clone(&schema);
@@ -393,7 +427,7 @@ impl ExecutionPlan for KendallExec {
                     let (spec, config) = (Arc::clone(&spec), config.clone());
                     let (memory, total_pairs) = (memory.clone(), Arc::clone(&total_pairs));
                     let (input, context) = (Arc::clone(&input), Arc::clone(&context));
-                    let right = right.clone();
+                    let (right, pair_list) = (right.clone(), pair_list.clone());
                     move || {
                         // A fresh copy of the scan each load: file scans keep
                         // per-execution state (a shared queue of files).
@@ -402,12 +436,25 @@ impl ExecutionPlan for KendallExec {
                         let right = match &right {
                             Some((right_spec, plan)) => {
                                 let plan = reset_plan_states(Arc::clone(plan))?;
-                                let batches = InputBatches::new(plan, context, &right_spec.what)?;
+                                let batches = InputBatches::new(
+                                    plan,
+                                    Arc::clone(&context),
+                                    &right_spec.what,
+                                )?;
                                 Some((right_spec.as_ref(), batches))
                             }
                             None => None,
                         };
-                        let prepared = prepare(&spec, batches, right, &config, wants, &memory)?;
+                        let pair_list = match &pair_list {
+                            Some((list, plan)) => {
+                                let plan = reset_plan_states(Arc::clone(plan))?;
+                                let batches = InputBatches::new(plan, context, &list.what)?;
+                                Some((list.as_ref(), batches))
+                            }
+                            None => None,
+                        };
+                        let prepared =
+                            prepare(&spec, batches, right, pair_list, &config, wants, &memory)?;
                         let _ = total_pairs.set(prepared.work.total_pairs());
                         Ok(prepared)
                     }

@@ -11,7 +11,7 @@ use super::ScanConfig;
 use super::dictionary::GeneDictionary;
 use super::top_k::TopCollector;
 use crate::gene_filter::ResolvedGenes;
-use crate::input::{self, InputBatches, InputSpec, MissingValues, RankedMatrix};
+use crate::input::{self, InputBatches, InputSpec, MissingValues, PairListSpec, RankedMatrix};
 use crate::kernel::KernelKind;
 use crate::kernel::bitset::BitPlanes;
 use crate::load::checkpoint;
@@ -46,8 +46,9 @@ pub(super) struct Prepared {
     /// Where the partitions merge their top partners (top-partners mode).
     pub(super) top: Option<TopCollector>,
     /// Memory pool reservations of the ranks, of the planes, of the
-    /// q-values and of the exact p-value distribution, released with them.
-    pub(super) _reserved: [Reservation; 4],
+    /// q-values, of the exact p-value distribution and of the candidate
+    /// pairs, released with them.
+    pub(super) _reserved: [Reservation; 5],
 }
 
 /// Reads, validates and ranks the input; splits the tiles into partitions.
@@ -58,6 +59,7 @@ pub(super) fn prepare(
     spec: &InputSpec,
     batches: InputBatches,
     right: Option<(&InputSpec, InputBatches)>,
+    pair_list: Option<(&PairListSpec, InputBatches)>,
     config: &ScanConfig,
     (wants_p, wants_q): (bool, bool),
     memory: &QueryMemory,
@@ -123,16 +125,33 @@ pub(super) fn prepare(
         found.sort_unstable();
         found
     };
+    // kendall_candidate_pairs: the listed pairs, found among the genes (the
+    // first id among the left genes, the second among the right ones).
+    let mut list_memory = memory.reserve("candidate pairs", 0)?;
+    let listed = match pair_list {
+        Some((list, batches)) => {
+            let (first, second) = match cross {
+                Some((left, right)) => (0..left, left..left + right),
+                None => (0..genes, 0..genes),
+            };
+            let (pairs, reserved) = list.read(batches, &gene_ids, first, second, memory)?;
+            list_memory = reserved;
+            checkpoint()?;
+            Some(Arc::new(pairs))
+        }
+        None => None,
+    };
     let anchors = config.gene_predicate.as_ref().and_then(|p| p.anchors());
-    let work = match (cross, anchors) {
-        (Some((left, right)), _) => WorkSplit::cross(left, right, config.partitions),
-        (None, Some((anchor_i, anchor_j))) => WorkSplit::anchors(
+    let work = match (&listed, cross, anchors) {
+        (Some(pairs), _, _) => WorkSplit::listed(Arc::clone(pairs), config.partitions),
+        (None, Some((left, right)), _) => WorkSplit::cross(left, right, config.partitions),
+        (None, None, Some((anchor_i, anchor_j))) => WorkSplit::anchors(
             genes,
             &positions(&anchor_i),
             &positions(&anchor_j),
             config.partitions,
         ),
-        (None, None) => WorkSplit::tiles(genes, config.tile_size, config.partitions),
+        (None, None, None) => WorkSplit::tiles(genes, config.tile_size, config.partitions),
     };
     let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
     let mut q_memory = memory.reserve("q-values", 0)?;
@@ -160,6 +179,8 @@ pub(super) fn prepare(
                 min_periods: config.min_periods,
                 tile_size: config.tile_size,
                 cross,
+                listed: listed.clone(),
+                rank_sums: config.kernel.rank_sums(),
                 propagate,
                 stop: crate::load::stop_flag(),
             }
@@ -188,6 +209,6 @@ pub(super) fn prepare(
         pvalues,
         qvalues,
         top,
-        _reserved: [ranks_memory, planes_memory, q_memory, p_memory],
+        _reserved: [ranks_memory, planes_memory, q_memory, p_memory, list_memory],
     })
 }

@@ -123,12 +123,18 @@ impl PairStream {
             wants_n,
             keep_p,
             keep_q,
-            kernel: PairKernel::new(
-                prepared.kernel,
-                samples,
-                config.kernel.isa,
-                prepared.planes.clone(),
-            )?,
+            kernel: {
+                let kernel = PairKernel::new(
+                    prepared.kernel,
+                    samples,
+                    config.kernel.isa,
+                    prepared.planes.clone(),
+                )?;
+                match config.kernel.rank_sums() {
+                    true => kernel.with_rank_sums(),
+                    false => kernel,
+                }
+            },
             cursor: prepared.work.cursor(partition),
             prepared,
             exhausted: false,
@@ -434,19 +440,20 @@ impl PairStream {
             }
             self.pending.clear();
             self.pending_pos = 0;
-            match self
-                .cursor
-                .next_block(&prepared.work, m, self.pacer.block_pairs())
-            {
-                Some((rows, cols)) => {
-                    let rows = &self.cursor.rows()[rows];
-                    self.kernel.block(m, rows, cols, &mut self.pending);
-                    self.pacer
-                        .block_done(self.pending.len(), start, Instant::now());
-                    built = 0;
-                    self.metrics.pairs.add(self.pending.len());
-                }
-                None => self.exhausted = true,
+            let more = self.cursor.compute_next(
+                &prepared.work,
+                m,
+                self.pacer.block_pairs(),
+                &mut self.kernel,
+                &mut self.pending,
+            );
+            if more {
+                self.pacer
+                    .block_done(self.pending.len(), start, Instant::now());
+                built = 0;
+                self.metrics.pairs.add(self.pending.len());
+            } else {
+                self.exhausted = true;
             }
         }
     }

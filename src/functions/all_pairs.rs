@@ -87,6 +87,7 @@ impl KendallFunction for KendallAllPairs {
             spec: planned.spec,
             input: planned.input,
             right: None,
+            pair_list: None,
             config,
         })
     }

@@ -106,6 +106,7 @@ impl KendallFunction for KendallCrossPairs {
             spec: left.spec,
             input: left.input,
             right: Some((right.spec, right.input)),
+            pair_list: None,
             config,
         })
     }

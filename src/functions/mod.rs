@@ -15,6 +15,7 @@
 
 mod all_pairs;
 pub mod args;
+mod candidate_pairs;
 mod cross_pairs;
 pub mod provider;
 pub mod scan;
@@ -31,12 +32,13 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_plan::ExecutionPlan;
 
 pub use all_pairs::KendallAllPairs;
+pub use candidate_pairs::KendallCandidatePairs;
 pub use cross_pairs::KendallCrossPairs;
 pub use provider::KendallTable;
 pub use top_partners::KendallTopPartners;
 
 use crate::exec::ScanConfig;
-use crate::input::InputSpec;
+use crate::input::{InputSpec, PairListSpec};
 use crate::options::KendallOptions;
 use crate::schema::GeneIds;
 
@@ -47,7 +49,8 @@ use crate::schema::GeneIds;
 pub struct Call {
     /// The function's SQL name.
     pub function: &'static str,
-    /// The sources (tables, views or locations): one, or two for cross pairs.
+    /// The sources (tables, views or locations): one, two for cross pairs,
+    /// a candidate list and one or two matrices for candidate pairs.
     pub sources: Vec<String>,
     /// The column names given for each source, in the order of `sources`.
     pub names: Vec<Vec<String>>,
@@ -66,6 +69,8 @@ pub struct PlannedCall {
     pub input: Arc<dyn ExecutionPlan>,
     /// Cross pairs: the right source's columns and scan.
     pub right: Option<(Arc<InputSpec>, Arc<dyn ExecutionPlan>)>,
+    /// Candidate pairs: the list's id columns and scan.
+    pub pair_list: Option<(Arc<PairListSpec>, Arc<dyn ExecutionPlan>)>,
     /// What the scan computes.
     pub config: ScanConfig,
 }
@@ -108,8 +113,12 @@ pub trait KendallFunction: Debug + Send + Sync + 'static {
 
 /// Every table function of this crate: what is registered, exported through
 /// the FFI, decoded by the codec and listed by the Python package.
-pub static FUNCTIONS: &[&dyn KendallFunction] =
-    &[&KendallAllPairs, &KendallTopPartners, &KendallCrossPairs];
+pub static FUNCTIONS: &[&dyn KendallFunction] = &[
+    &KendallAllPairs,
+    &KendallTopPartners,
+    &KendallCrossPairs,
+    &KendallCandidatePairs,
+];
 
 /// The function named `name`, if it is one of ours.
 pub fn function(name: &str) -> Option<&'static dyn KendallFunction> {

@@ -128,8 +128,12 @@ impl TableProvider for KendallTable {
             .cloned()
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
         let exec = KendallExec::try_new(planned.spec, planned.input, planned.config, projection)?;
-        Ok(Arc::new(match planned.right {
+        let exec = match planned.right {
             Some((spec, input)) => exec.with_right(spec, input),
+            None => exec,
+        };
+        Ok(Arc::new(match planned.pair_list {
+            Some((spec, pairs)) => exec.with_pair_list(spec, pairs),
             None => exec,
         }))
     }

@@ -85,6 +85,7 @@ impl KendallFunction for KendallTopPartners {
             spec: planned.spec,
             input: planned.input,
             right: None,
+            pair_list: None,
             config,
         })
     }

@@ -16,6 +16,7 @@
 
 mod layouts;
 mod missing;
+pub mod pair_list;
 mod rank;
 mod read;
 pub mod source;
@@ -27,6 +28,7 @@ mod values;
 pub use layouts::{Absent, Layout};
 pub use missing::MissingValues;
 use missing::checked_value;
+pub use pair_list::{ListedPairs, PairListSpec};
 pub use read::InputBatches;
 pub use source::InputFormat;
 pub use stores::OnDemandStores;

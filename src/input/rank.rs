@@ -40,6 +40,8 @@ pub struct RankedMatrix {
     /// present; empty when no value is missing.
     valid: Vec<u64>,
     mask_words: usize,
+    /// Some gene is [`RankedMatrix::two_valued`].
+    any_two_valued: bool,
 }
 
 /// Tie terms of one gene in the variance of Kendall's S (Kendall 1970, as
@@ -222,7 +224,11 @@ impl RankedMatrix {
         }
         let mut groups = try_with_capacity(group_count, "groups of tied values")?;
         groups.extend(ranked.iter().flat_map(|(_, g)| g.iter().copied()));
+        let any_two_valued = ranked
+            .iter()
+            .any(|(s, _)| s.ties.distinct == 2 && s.present as usize == samples);
         let matrix = Self {
+            any_two_valued,
             genes,
             samples,
             ranks,
@@ -299,6 +305,19 @@ impl RankedMatrix {
     #[inline]
     pub fn has_gaps(&self, g: usize) -> bool {
         self.present(g) != self.samples
+    }
+
+    /// Whether gene `g` takes exactly two distinct values and misses none
+    /// (a binarised feature: the rank-sum path of
+    /// [`binary`](crate::kernel::binary) applies to its pairs).
+    #[inline]
+    pub fn two_valued(&self, g: usize) -> bool {
+        self.summaries[g].ties.distinct == 2 && !self.has_gaps(g)
+    }
+
+    /// Whether some gene is [`RankedMatrix::two_valued`].
+    pub fn any_two_valued(&self) -> bool {
+        self.any_two_valued
     }
 
     /// Whether any value of the matrix is missing.
@@ -486,7 +505,7 @@ fn rank_gene(
             .then_with(|| residual(a as usize).cmp(&residual(b as usize)))
     };
     let sorted = &mut order[..present];
-    sorted.sort_by(|&a, &b| cmp(a, b));
+    sort_present(sorted, &key, &cmp);
     let mut groups = Vec::new();
     let mut rank = 0u32;
     let mut start = 0usize;
@@ -512,9 +531,76 @@ fn rank_gene(
     (summary, groups)
 }
 
+/// Sorts a gene's present samples (in sample order on entry) by value,
+/// ties in sample order — a stable sort — with zeros, most of a
+/// single-cell gene's values, never compared: the negative and the positive
+/// values are sorted apart and the zeros (exact: no residual) placed
+/// between them as they came.
+fn sort_present(
+    sorted: &mut [u32],
+    key: &impl Fn(u32) -> f64,
+    cmp: &impl Fn(u32, u32) -> std::cmp::Ordering,
+) {
+    let zeros = sorted.iter().filter(|&&a| key(a) == 0.0).count();
+    // Few zeros: one sort is as quick.
+    if zeros < sorted.len() / 4 {
+        sorted.sort_by(|&a, &b| cmp(a, b));
+        return;
+    }
+    let (mut below, mut zero, mut above) = (Vec::new(), Vec::with_capacity(zeros), Vec::new());
+    for &a in sorted.iter() {
+        match key(a) {
+            v if v < 0.0 => below.push(a),
+            v if v > 0.0 => above.push(a),
+            _ => zero.push(a),
+        }
+    }
+    below.sort_by(|&a, &b| cmp(a, b));
+    above.sort_by(|&a, &b| cmp(a, b));
+    let parts = below.iter().chain(&zero).chain(&above);
+    for (slot, &a) in sorted.iter_mut().zip(parts) {
+        *slot = a;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zeros_placed_apart_sort_as_one_stable_sort() {
+        let mut s = 7u64;
+        for n in [0usize, 1, 5, 40, 1000] {
+            for zero_share in [0, 3, 9] {
+                // Values in -3..=5 with zeros (and a -0.0) most of the time.
+                let x: Vec<f64> = (0..n)
+                    .map(|k| {
+                        s = s
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        let r = (s >> 33) % 10;
+                        match r {
+                            _ if r < zero_share => {
+                                if k % 7 == 0 {
+                                    -0.0
+                                } else {
+                                    0.0
+                                }
+                            }
+                            r => r as f64 - 5.0,
+                        }
+                    })
+                    .collect();
+                let key = |k: u32| x[k as usize] + 0.0;
+                let cmp = |a: u32, b: u32| key(a).total_cmp(&key(b));
+                let mut fast: Vec<u32> = (0..n as u32).collect();
+                sort_present(&mut fast, &key, &cmp);
+                let mut stable: Vec<u32> = (0..n as u32).collect();
+                stable.sort_by(|&a, &b| cmp(a, b));
+                assert_eq!(fast, stable, "n {n}, zero share {zero_share}");
+            }
+        }
+    }
 
     #[test]
     fn dense_ranks_and_ties() {

@@ -11,6 +11,9 @@
 //! 2. **By data** ([`KernelPlan::for_data`]): once the ranks are built,
 //!    `auto` switches to the zero-inflated kernel where most samples of most
 //!    genes share one value (see [`zero::prefer`]).
+//! 3. **By pair** ([`KernelPlan::rank_sums`]): under `auto`, a pair with a
+//!    two-valued gene and no missing value is a rank sum
+//!    ([`binary`](super::binary)), whatever kernel computes the others.
 
 use datafusion::common::plan_err;
 use datafusion::error::Result;
@@ -157,6 +160,13 @@ impl KernelPlan {
             kind,
             zero_if_inflated: self.choice == KernelChoice::Auto && zero::may_prefer(kind, samples),
         })
+    }
+
+    /// Whether pairs with a two-valued gene are computed as rank sums
+    /// ([`binary`](super::binary), O(k) for k samples at the rarer value):
+    /// always under `auto`, never when a kernel is asked for by name.
+    pub fn rank_sums(&self) -> bool {
+        self.choice == KernelChoice::Auto
     }
 
     /// The kernel that runs on `matrix`, decided by shape as `decision`:

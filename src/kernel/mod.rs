@@ -12,6 +12,7 @@
 //! [`RankedMatrix`](crate::input::RankedMatrix), never per pair; only the
 //! final division into tau is floating point.
 
+pub mod binary;
 pub mod bitset;
 pub mod decision;
 pub mod gse;
@@ -177,7 +178,8 @@ pub fn tau(variant: Variant, s: i64, samples: usize, u: GeneTies, v: GeneTies) -
 pub struct PairNumerator {
     /// Index of the first gene (input order).
     pub i: u32,
-    /// Index of the second gene, `j > i`.
+    /// Index of the second gene: `j > i` in a block, any other gene in a
+    /// candidate list.
     pub j: u32,
     /// `S = nc - nd`.
     pub s: i64,
@@ -187,6 +189,9 @@ pub struct PairNumerator {
 #[derive(Debug)]
 pub struct PairKernel {
     state: KernelState,
+    /// Rank sums for pairs with a two-valued gene, when `auto` was asked
+    /// for ([`PairKernel::with_rank_sums`]).
+    rank_sums: Option<binary::RankSums>,
 }
 
 /// Each kernel with the state it needs.
@@ -243,7 +248,18 @@ impl PairKernel {
                 fallback: Box::new(PairKernel::new(KernelKind::Vse, samples, isa, None)?),
             },
         };
-        Ok(Self { state })
+        Ok(Self {
+            state,
+            rank_sums: None,
+        })
+    }
+
+    /// This kernel, with pairs that have a two-valued gene (and no missing
+    /// values) computed as rank sums ([`binary`]) instead: what `auto` does
+    /// (see [`decision::KernelPlan::rank_sums`]).
+    pub fn with_rank_sums(mut self) -> Self {
+        self.rank_sums = Some(binary::RankSums::default());
+        self
     }
 
     /// The concrete kernel this instance runs.
@@ -265,10 +281,18 @@ impl PairKernel {
     /// tie counts; the bit-plane kernel needs no other path; the
     /// zero-inflated kernel hands such pairs to VSE.
     pub fn numerator(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
+        if let Some(s) = self.rank_sums.as_mut().and_then(|r| r.numerator(m, i, j)) {
+            return s;
+        }
+        self.kernel_numerator(m, i, j)
+    }
+
+    /// [`PairKernel::numerator`] by this kernel's own path.
+    fn kernel_numerator(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
         let gaps = m.has_gaps(i) || m.has_gaps(j);
         match &mut self.state {
             KernelState::Bitset(b) => b.numerator(m, i, j),
-            KernelState::Zero { fallback, .. } if gaps => fallback.numerator(m, i, j),
+            KernelState::Zero { fallback, .. } if gaps => fallback.kernel_numerator(m, i, j),
             KernelState::Zero {
                 zero,
                 shapes,
@@ -294,7 +318,7 @@ impl PairKernel {
                         },
                     ),
                     // Both are built above; VSE all the same, never a panic.
-                    _ => fallback.numerator(m, i, j),
+                    _ => fallback.kernel_numerator(m, i, j),
                 }
             }
             KernelState::Naive if gaps => naive::numerator_complete(m.ranks(i), m.ranks(j)),
@@ -342,10 +366,14 @@ impl PairKernel {
         cols: Range<usize>,
         out: &mut Vec<PairNumerator>,
     ) {
-        if let KernelState::Bitset(b) = &self.state {
-            return b.block(m, rows, cols, out);
+        if self.rank_sums.is_none() || !m.any_two_valued() {
+            return self.kernel_block(m, rows, cols, out);
         }
-        for &i in rows {
+        // Two-valued rows: every pair by rank sums (or the kernel's path
+        // where a gene misses values).
+        let (two, other): (Vec<u32>, Vec<u32>) =
+            rows.iter().partition(|&&i| m.two_valued(i as usize));
+        for &i in &two {
             let i = i as usize;
             for j in cols.start.max(i + 1)..cols.end {
                 let s = self.numerator(m, i, j);
@@ -355,6 +383,72 @@ impl PairKernel {
                     s,
                 });
             }
+        }
+        // The other rows: runs of two-valued columns by rank sums, the runs
+        // between them by the kernel's block.
+        let mut start = cols.start;
+        while start < cols.end {
+            let two_valued = m.two_valued(start);
+            let mut end = start + 1;
+            while end < cols.end && m.two_valued(end) == two_valued {
+                end += 1;
+            }
+            if two_valued {
+                for &i in &other {
+                    let i = i as usize;
+                    for j in start.max(i + 1)..end {
+                        let s = self.numerator(m, i, j);
+                        out.push(PairNumerator {
+                            i: i as u32,
+                            j: j as u32,
+                            s,
+                        });
+                    }
+                }
+            } else if !other.is_empty() {
+                self.kernel_block(m, &other, start..end, out);
+            }
+            start = end;
+        }
+    }
+
+    /// [`PairKernel::block`] by this kernel's own path.
+    fn kernel_block(
+        &mut self,
+        m: &RankedMatrix,
+        rows: &[u32],
+        cols: Range<usize>,
+        out: &mut Vec<PairNumerator>,
+    ) {
+        if let KernelState::Bitset(b) = &self.state {
+            return b.block(m, rows, cols, out);
+        }
+        for &i in rows {
+            let i = i as usize;
+            for j in cols.start.max(i + 1)..cols.end {
+                let s = self.kernel_numerator(m, i, j);
+                out.push(PairNumerator {
+                    i: i as u32,
+                    j: j as u32,
+                    s,
+                });
+            }
+        }
+    }
+
+    /// Numerators of the listed pairs `(i, j)` for `j` in `partners` (any
+    /// order, `j` below or above `i`, never `i` itself), appended to `out`
+    /// in that order.
+    pub fn listed(
+        &mut self,
+        m: &RankedMatrix,
+        i: u32,
+        partners: &[u32],
+        out: &mut Vec<PairNumerator>,
+    ) {
+        for &j in partners {
+            let s = self.numerator(m, i as usize, j as usize);
+            out.push(PairNumerator { i, j, s });
         }
     }
 }

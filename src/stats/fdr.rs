@@ -47,6 +47,7 @@ use datafusion::error::{DataFusionError, Result};
 use rayon::prelude::*;
 
 use super::pvalue::PValues;
+use crate::input::ListedPairs;
 use crate::input::{PairStats, RankedMatrix};
 use crate::kernel::bitset::BitPlanes;
 use crate::kernel::isa::Isa;
@@ -483,6 +484,8 @@ pub struct CountingPass<'a> {
     pub isa: Isa,
     /// Bit-planes, for the bitset kernel.
     pub planes: Option<Arc<BitPlanes>>,
+    /// Pairs with a two-valued gene as rank sums (`auto`).
+    pub rank_sums: bool,
     /// Pairs sharing fewer samples are not tests.
     pub min_periods: usize,
     /// Tile edge.
@@ -490,6 +493,8 @@ pub struct CountingPass<'a> {
     /// `kendall_cross_pairs`: the family is the left × right pairs of this
     /// many left and right genes (stacked left first), not all pairs.
     pub cross: Option<(usize, usize)>,
+    /// `kendall_candidate_pairs`: the family is the listed pairs.
+    pub listed: Option<Arc<ListedPairs>>,
     /// `kendall.missing = 'propagate'`: pairs touching a gene with a
     /// missing value have NaN p-values, so they are not tests.
     pub propagate: bool,
@@ -513,9 +518,10 @@ impl CountingPass<'_> {
         memory.try_grow(table.saturating_mul(chunks))?;
         let base = memory.size();
         let shared = std::sync::Mutex::new(&mut *memory);
-        let work = match self.cross {
-            Some((left, right)) => WorkSplit::cross(left, right, chunks),
-            None => WorkSplit::tiles(m.genes(), self.tile_size, chunks),
+        let work = match (&self.listed, self.cross) {
+            (Some(pairs), _) => WorkSplit::listed(Arc::clone(pairs), chunks),
+            (None, Some((left, right))) => WorkSplit::cross(left, right, chunks),
+            (None, None) => WorkSplit::tiles(m.genes(), self.tile_size, chunks),
         };
         let stopped = || {
             self.stop
@@ -528,6 +534,9 @@ impl CountingPass<'_> {
             .map(|chunk| -> Result<TestCounts> {
                 let mut kernel =
                     PairKernel::new(self.kernel, m.samples(), self.isa, self.planes.clone())?;
+                if self.rank_sums {
+                    kernel = kernel.with_rank_sums();
+                }
                 let mut cursor = work.cursor(chunk);
                 let mut pending: Vec<PairNumerator> = Vec::new();
                 let mut counts = TestCounts::new(contexts_ref);
@@ -538,16 +547,15 @@ impl CountingPass<'_> {
                 let mut block = 64usize;
                 loop {
                     let started = std::time::Instant::now();
-                    let Some((rows, cols)) = cursor.next_block(&work, m, block) else {
-                        break;
-                    };
                     if stopped() {
                         return Err(DataFusionError::Execution(
                             "input load stopped: the query was cancelled".to_string(),
                         ));
                     }
                     pending.clear();
-                    kernel.block(m, &cursor.rows()[rows], cols, &mut pending);
+                    if !cursor.compute_next(&work, m, block, &mut kernel, &mut pending) {
+                        break;
+                    }
                     for p in &pending {
                         let pair = (p.i as usize, p.j as usize);
                         if self.propagate && (m.has_gaps(pair.0) || m.has_gaps(pair.1)) {

@@ -5,6 +5,7 @@
 
 mod balance;
 mod budget;
+mod candidates;
 #[cfg(feature = "ballista")]
 mod cluster;
 mod common;

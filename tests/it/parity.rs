@@ -332,3 +332,48 @@ async fn option_values_are_refused_by_name() {
         run(&ctx, ok).await.unwrap_or_else(|e| panic!("{ok}: {e}"));
     }
 }
+
+/// R's help page of `cor.test` (Hollander & Wolfe, p. 187): `cor.test(x, y,
+/// method = "kendall", alternative = "greater")` gives p = 0.05972 exactly
+/// and 0.04765 with `exact = FALSE` (values from R 4.2.2 to 17 digits).
+#[tokio::test]
+async fn r_help_page_example_one_sided() {
+    let x = [44.4, 45.9, 41.9, 53.3, 44.7, 44.1, 50.7, 45.2, 60.1];
+    let y = [2.6, 3.1, 2.5, 5.0, 3.6, 4.0, 5.2, 2.8, 3.8];
+    let batch = crate::common::batch(vec![
+        (
+            "x",
+            std::sync::Arc::new(datafusion::arrow::array::Float64Array::from(x.to_vec())),
+        ),
+        (
+            "y",
+            std::sync::Arc::new(datafusion::arrow::array::Float64Array::from(y.to_vec())),
+        ),
+    ]);
+    for (method, continuity, expected) in [
+        ("exact", "false", 0.0597194664902998),
+        ("asymptotic", "false", 0.047646419011728273),
+        ("asymptotic", "true", 0.058925447510682509),
+    ] {
+        let ctx = ctx(1);
+        let table =
+            datafusion::datasource::MemTable::try_new(batch.schema(), vec![vec![batch.clone()]])
+                .unwrap();
+        ctx.register_table("hollander", std::sync::Arc::new(table))
+            .unwrap();
+        let sql = format!(
+            "SET kendall.layout = 'genes_as_columns'; SET kendall.alternative = 'greater'; \
+             SET kendall.pvalue = '{method}'; SET kendall.continuity = {continuity}; \
+             SELECT tau, p_value FROM kendall_all_pairs('hollander')"
+        );
+        let batches = run(&ctx, &sql).await.unwrap();
+        let tau = batches[0].column(0).as_primitive::<Float64Type>().value(0);
+        let p = batches[0].column(1).as_primitive::<Float64Type>().value(0);
+        assert!((tau - 0.44444444444444453).abs() <= 1e-15, "tau {tau}");
+        let rel = ((p - expected) / expected).abs();
+        assert!(
+            rel <= R_EXACT_TOL,
+            "{method} continuity={continuity}: p {p}, R {expected}"
+        );
+    }
+}

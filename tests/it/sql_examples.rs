@@ -111,6 +111,17 @@ fn sql_examples_run() {
             "'{needle}' missing from:\n{outputs}"
         );
     }
+    // sql/candidates.sql: the listed (_s_at, _x_at) pairs, between the two
+    // views and within the whole matrix, and the strongest (cross.sql's).
+    for needle in [
+        "| 66608 | 25568       |",
+        "| 200764_s_at | 200765_x_at | 0.7568922305764411 | 9.12203601925921e-17   |",
+    ] {
+        assert!(
+            outputs.contains(needle),
+            "'{needle}' missing from:\n{outputs}"
+        );
+    }
     // sql/cross.sql: the (_s_at, _x_at) pairs and the strongest of them.
     for needle in [
         "| 173544 | 64091       |",

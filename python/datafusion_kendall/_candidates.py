@@ -1,0 +1,351 @@
+"""Candidate pairs from Python: :func:`candidate_pairs` (any inputs, a frame
+of pairs out) and :func:`batch_kendall_tau`, a drop-in for
+``fast_kendall_sc.batch_kendall_tau`` (index arrays in, an aligned numpy
+array out). Both run ``kendall_candidate_pairs`` over the features the
+pairs use, passed to the engine as (feature, cell, value) triples of the
+stored entries: a sparse matrix is never densified."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import datafusion as _datafusion
+
+from ._inputs import _chunked
+from ._progress import _collect, _in_notebook
+from ._session import context
+
+
+def batch_kendall_tau(rna_matrix: Any, atac_matrix: Any, gene_indices: Any, peak_indices: Any):
+    """Kendall's tau-b of listed (gene, peak) pairs, as
+    ``fast_kendall_sc.batch_kendall_tau`` computes it (same arguments, same
+    result), by the datafusion-kendall engine.
+
+    Args:
+        rna_matrix: cells x genes, a numpy array or scipy sparse matrix
+            (sparse values must be >= 0; absent entries are 0).
+        atac_matrix: cells x peaks, 0/1 accessibility as a numpy array or
+            scipy sparse matrix (every non-zero entry counts as 1).
+        gene_indices, peak_indices: 1-D integer arrays of equal length; pair
+            ``k`` is ``(gene_indices[k], peak_indices[k])``.
+
+    Returns:
+        A float64 numpy array aligned with the pairs: tau-b, NaN where it is
+        undefined (a constant gene or peak, fewer than two cells).
+    """
+    import numpy as np
+
+    genes = np.asarray(gene_indices)
+    peaks = np.asarray(peak_indices)
+    if genes.shape != peaks.shape or genes.ndim != 1:
+        raise ValueError("gene_indices and peak_indices must be 1-D arrays of the same shape.")
+    if rna_matrix.shape[0] != atac_matrix.shape[0]:
+        raise ValueError(
+            "rna_matrix and atac_matrix must have the same number of cells (rows): "
+            f"{rna_matrix.shape[0]} vs {atac_matrix.shape[0]}."
+        )
+    if len(genes) == 0:
+        return np.array([], dtype=np.float64)
+    if rna_matrix.shape[0] < 2:
+        return np.full(len(genes), np.nan)
+    for name, idx, bound in (
+        ("gene_indices", genes, rna_matrix.shape[1]),
+        ("peak_indices", peaks, atac_matrix.shape[1]),
+    ):
+        if not np.issubdtype(idx.dtype, np.integer):
+            raise ValueError(f"{name} must hold integers, got dtype {idx.dtype}")
+        if idx.min() < 0 or idx.max() >= bound:
+            raise IndexError(f"{name} must lie in [0, {bound}), got {idx.min()}..{idx.max()}")
+    # Only the features the pairs use, each once, and each pair once.
+    used_genes, gene_pos = np.unique(genes, return_inverse=True)
+    used_peaks, peak_pos = np.unique(peaks, return_inverse=True)
+    keys = gene_pos.astype(np.int64) * len(used_peaks) + peak_pos
+    unique_keys, pair_of = np.unique(keys, return_inverse=True)
+    rna = _columns(rna_matrix, used_genes, binary=False, what="rna_matrix")
+    atac = _columns(atac_matrix, used_peaks, binary=True, what="atac_matrix")
+    first = unique_keys // len(used_peaks)
+    second = unique_keys % len(used_peaks)
+    result = _run(
+        rna,
+        atac,
+        first,
+        second,
+        columns="gene_i, gene_j, tau",
+        options={},
+        progress=False,
+        partitions=None,
+    )
+    tau = np.full(len(unique_keys), np.nan)
+    if result.num_rows:
+        i = _codes(result, "gene_i")
+        j = _codes(result, "gene_j") - len(used_genes)
+        found = np.searchsorted(unique_keys, i * len(used_peaks) + j)
+        tau[found] = _floats(result, "tau")
+    return tau[pair_of]
+
+
+def candidate_pairs(
+    x: Any,
+    pairs: Any,
+    y: Any = None,
+    *,
+    method: str = "b",
+    p_values: bool = False,
+    q_values: bool = False,
+    threshold: float | None = None,
+    alternative: str = "two-sided",
+    kernel: str = "auto",
+    partitions: int | None = None,
+    progress: bool | None = None,
+):
+    """Kendall's tau of listed pairs of features, within ``x`` or between
+    ``x`` and ``y`` (the same cells, in the same order).
+
+    Args:
+        x, y: cells x features: an AnnData object (features ``var_names``),
+            a pandas DataFrame (features its columns), a numpy array or a
+            scipy sparse matrix (features numbered from 0). Sparse inputs
+            stay sparse (absent entries are 0).
+        pairs: a pandas DataFrame whose first two columns hold the pairs'
+            features (names, or positions for arrays), or a tuple of two
+            arrays ``(first, second)``.
+        method: ``'b'`` (tau-b, default), ``'a'`` or ``'c'``.
+        p_values: add ``p_value`` and ``n``.
+        q_values: add ``q_value`` (Benjamini–Hochberg over the listed pairs).
+        threshold: keep pairs with ``abs(tau) >= threshold`` (in the engine).
+        alternative: ``'two-sided'``, ``'less'`` or ``'greater'``.
+        kernel, partitions, progress: as for :func:`corr`.
+
+    Returns:
+        A pandas DataFrame ``gene_i, gene_j, tau`` (plus ``p_value, n`` and
+        ``q_value``), one row per distinct listed pair whose features exist
+        (in ``x`` alone, ``(a, b)`` and ``(b, a)`` are one pair, and a
+        feature with itself is none), in no particular order.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from ._corr import _ALTERNATIVES, _METHODS
+
+    variant = _METHODS.get(str(method).lower())
+    if variant is None:
+        raise ValueError(f"method must be 'a', 'b', 'c' or 'kendall', got {method!r}")
+    if alternative not in _ALTERNATIVES:
+        raise ValueError(f"alternative must be 'two-sided', 'less' or 'greater', got {alternative!r}")
+    x_ids = _feature_ids(x)
+    y_ids = _feature_ids(y) if y is not None else x_ids
+    if y is not None and x.shape[0] != y.shape[0]:
+        raise ValueError(f"x and y must have the same cells (rows): {x.shape[0]} vs {y.shape[0]}")
+    first, second = _pair_positions(pairs, x_ids, y_ids)
+    if y is None:
+        # One matrix: the union of the features used, once.
+        used, pos = np.unique(np.concatenate([first, second]), return_inverse=True)
+        first, second = pos[: len(first)], pos[len(first) :]
+        xs = _columns(x, used, binary=False, what="x")
+        names_i = names_j = [x_ids[k] for k in used]
+        ys, offset = None, 0
+    else:
+        used_x, first = np.unique(first, return_inverse=True)
+        used_y, second = np.unique(second, return_inverse=True)
+        xs = _columns(x, used_x, binary=False, what="x")
+        ys = _columns(y, used_y, binary=False, what="y")
+        names_i, names_j = [x_ids[k] for k in used_x], [y_ids[k] for k in used_y]
+        offset = len(used_x)
+    columns = "gene_i, gene_j, tau" + (", p_value, n" if p_values else "") + (
+        ", q_value" if q_values else ""
+    )
+    where = "" if threshold is None else f" WHERE abs(tau) >= {float(threshold)!r} AND NOT isnan(tau)"
+    result = _run(
+        xs,
+        ys,
+        first,
+        second,
+        columns=columns,
+        options={"variant": variant, "alternative": alternative, "kernel": kernel},
+        progress=_in_notebook() if progress is None else progress,
+        partitions=partitions,
+        where=where,
+    )
+    # x's and y's names may coincide: each column has categories of its own.
+    frame = {
+        "gene_i": pd.Categorical.from_codes(
+            _codes(result, "gene_i"), categories=pd.Index(names_i, dtype=object)
+        ),
+        "gene_j": pd.Categorical.from_codes(
+            _codes(result, "gene_j") - offset, categories=pd.Index(names_j, dtype=object)
+        ),
+        "tau": _floats(result, "tau"),
+    }
+    if p_values:
+        frame["p_value"] = _floats(result, "p_value")
+        frame["n"] = np.asarray(result.column("n").to_numpy(), dtype=np.int64)
+    if q_values:
+        frame["q_value"] = _floats(result, "q_value")
+    return pd.DataFrame(frame)
+
+
+def _feature_ids(data: Any) -> list[str]:
+    """Names of the features (columns) of ``data``."""
+    if type(data).__name__ == "AnnData":
+        return [str(g) for g in data.var_names]
+    try:
+        import pandas as pd
+
+        if isinstance(data, pd.DataFrame):
+            return [str(c) for c in data.columns]
+    except ImportError:  # pragma: no cover - pandas is a dependency
+        pass
+    if len(getattr(data, "shape", ())) != 2:
+        raise TypeError(
+            "candidate_pairs() takes AnnData, a pandas DataFrame, a numpy 2-D array or a "
+            f"scipy sparse matrix, got {type(data).__name__}"
+        )
+    return [str(k) for k in range(data.shape[1])]
+
+
+def _pair_positions(pairs: Any, x_ids: list[str], y_ids: list[str]):
+    """The pairs as feature positions (integers: positions; otherwise names,
+    of which unknown ones are left out)."""
+    import numpy as np
+
+    if isinstance(pairs, tuple) and len(pairs) == 2:
+        first, second = (np.asarray(p) for p in pairs)
+    elif hasattr(pairs, "iloc") and getattr(pairs, "shape", (0, 0))[1] >= 2:
+        first, second = pairs.iloc[:, 0].to_numpy(), pairs.iloc[:, 1].to_numpy()
+    else:
+        raise TypeError("pairs must be a DataFrame of two id columns or a tuple (first, second)")
+    if first.shape != second.shape:
+        raise ValueError("the two sides of pairs must have the same length")
+
+    def positions(ids: Any, names: list[str], side: str):
+        if np.issubdtype(ids.dtype, np.integer):
+            if len(ids) and (ids.min() < 0 or ids.max() >= len(names)):
+                raise IndexError(f"{side} positions must lie in [0, {len(names)})")
+            return ids.astype(np.int64)
+        where = {n: k for k, n in enumerate(names)}
+        return np.array([where.get(str(v), -1) for v in ids], dtype=np.int64)
+
+    first = positions(first, x_ids, "first")
+    second = positions(second, y_ids, "second")
+    known = (first >= 0) & (second >= 0)
+    return first[known], second[known]
+
+
+def _columns(data: Any, used: Any, *, binary: bool, what: str):
+    """Columns ``used`` of a cells x features input as a scipy CSC matrix
+    (binarised: non-zero entries 1)."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    x = data.X if type(data).__name__ == "AnnData" else data
+    if hasattr(x, "iloc"):
+        x = x.to_numpy(dtype=np.float64, na_value=np.nan)
+    if sp.issparse(x):
+        x = sp.csc_matrix(x)[:, used]
+        x.sort_indices()
+        x = sp.csc_matrix(x, dtype=np.float64)
+        x.eliminate_zeros()
+        if not binary and x.data.size and (x.data < 0).any():
+            raise ValueError(f"a sparse {what} must not hold negative values (absent entries are 0)")
+    else:
+        x = sp.csc_matrix(np.asarray(x, dtype=np.float64)[:, used])
+    if binary:
+        x.data = (x.data != 0).astype(np.float64)
+    return x
+
+
+def _long(x: Any, ids: Any, offset: int):
+    """A cells x features CSC matrix as (gene, sample, value) triples of its
+    stored entries: gene ids ``offset + k`` as strings; every feature and
+    every cell appears (cell 0 of every feature, then the stored entries)."""
+    import numpy as np
+    import pyarrow as pa
+
+    n_cells, m = x.shape
+    counts = np.diff(x.indptr)
+    feature = np.repeat(np.arange(m, dtype=np.int32), counts)
+    cell = x.indices.astype(np.int64)
+    value = x.data
+    # Cell 0 of every feature first (its value or 0): fixes the feature
+    # order and makes an all-zero feature exist. Then the other entries.
+    first_value = np.zeros(m)
+    at_zero = cell == 0
+    first_value[feature[at_zero]] = value[at_zero]
+    rest = ~at_zero
+    genes = np.concatenate([np.arange(m, dtype=np.int32), feature[rest]])
+    samples = np.concatenate([np.zeros(m, dtype=np.int64), cell[rest]])
+    values = np.concatenate([first_value, value[rest]])
+    # A cell without any stored entry must exist too: one explicit zero.
+    seen = np.zeros(n_cells, dtype=bool)
+    seen[0] = True
+    seen[cell] = True
+    empty = np.flatnonzero(~seen)
+    if len(empty):
+        genes = np.concatenate([genes, np.zeros(len(empty), dtype=np.int32)])
+        samples = np.concatenate([samples, empty.astype(np.int64)])
+        values = np.concatenate([values, np.zeros(len(empty))])
+    names = pa.array(np.asarray(ids) + offset).cast(pa.string())
+    gene = pa.DictionaryArray.from_arrays(pa.array(genes), names).cast(pa.string())
+    return pa.table({"gene": gene, "sample": pa.array(samples), "value": pa.array(values)})
+
+
+def _run(x, y, first, second, *, columns, options, progress, partitions, where=""):
+    """``kendall_candidate_pairs`` of the listed positions over the CSC
+    matrices ``x`` (and ``y``); the gene columns come back as dictionaries
+    whose codes are the positions (``y``'s after ``x``'s)."""
+    import numpy as np
+    import pyarrow as pa
+
+    config = _datafusion.SessionConfig().with_batch_size(1 << 20)
+    if partitions is not None:
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+            raise ValueError(f"partitions must be a whole number >= 1, got {partitions!r}")
+        config = config.with_target_partitions(partitions)
+    ctx = context(config)
+    tag = uuid.uuid4().hex
+    names = {"x": f"dk_x_{tag}", "y": f"dk_y_{tag}", "pairs": f"dk_pairs_{tag}"}
+    m = x.shape[1]
+    ctx.from_arrow(_chunked(_long(x, np.arange(m), 0)), name=names["x"])
+    sources = f"'{names['pairs']}', '{names['x']}'"
+    offset = 0
+    if y is not None:
+        ctx.from_arrow(_chunked(_long(y, np.arange(y.shape[1]), m)), name=names["y"])
+        sources += f", '{names['y']}'"
+        offset = m
+    ids = lambda a: pa.array(np.asarray(a, dtype=np.int64)).cast(pa.string())  # noqa: E731
+    ctx.from_arrow(
+        _chunked(pa.table({"first": ids(first), "second": ids(np.asarray(second) + offset)})),
+        name=names["pairs"],
+    )
+    settings = {"layout": "long", "absent": "zero", "gene_ids": "dictionary", **options}
+    for key, value in settings.items():
+        ctx.sql(f"SET kendall.{key} = '{value}'")
+    df = ctx.sql(f"SELECT {columns} FROM kendall_candidate_pairs({sources}){where}")
+    return _collect(df, progress, names["x"])
+
+
+def _codes(result: Any, column: str):
+    """A dictionary gene column's positions (the ids are positions)."""
+    import numpy as np
+
+    out = np.empty(result.num_rows, dtype=np.int64)
+    pos = 0
+    for chunk in result.column(column).chunks:
+        names = chunk.dictionary.to_numpy(zero_copy_only=False).astype(np.int64)
+        idx = chunk.indices.to_numpy(zero_copy_only=False)
+        out[pos : pos + len(idx)] = names[idx]
+        pos += len(idx)
+    return out
+
+
+def _floats(result: Any, column: str):
+    import numpy as np
+
+    out = np.empty(result.num_rows)
+    pos = 0
+    for chunk in result.column(column).chunks:
+        part = chunk.to_numpy(zero_copy_only=False)
+        out[pos : pos + len(part)] = part
+        pos += len(part)
+    return out

@@ -1,0 +1,201 @@
+//! A candidate list: the pairs `kendall_candidate_pairs` computes, read
+//! from any source (table, view, file) whose first two columns are the ids
+//! of `gene_i` and `gene_j`, and turned into gene positions once the
+//! matrix (or the two stacked matrices) is loaded.
+//!
+//! The rules, as a join of the list with the matrices would have them:
+//! - a listed pair naming a gene the matrix does not have (or a NULL id) is
+//!   left out; a list none of whose pairs names two genes is an error (it
+//!   is read by its first two columns: another column order is the usual
+//!   cause);
+//! - a pair listed more than once is computed once; in one matrix `(a, b)`
+//!   and `(b, a)` are the same pair, reported as first listed;
+//! - in one matrix a gene with itself is no pair, and is left out;
+//! - an empty list gives no rows.
+
+use std::collections::HashMap;
+
+use datafusion::arrow::array::{Array, AsArray, StringArray};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Schema};
+use datafusion::common::plan_err;
+use datafusion::error::Result;
+
+use super::InputBatches;
+use crate::memory::{QueryMemory, Reservation};
+
+/// The pairs of a candidate list, as gene positions, sorted by first gene:
+/// pair `k` is `(first[k], second[k])`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ListedPairs {
+    /// First genes (`gene_i`), ascending.
+    pub first: Vec<u32>,
+    /// Second genes (`gene_j`), ascending within a first gene.
+    pub second: Vec<u32>,
+}
+
+impl ListedPairs {
+    /// Number of pairs.
+    pub fn len(&self) -> usize {
+        self.first.len()
+    }
+
+    /// Whether no pair is listed.
+    pub fn is_empty(&self) -> bool {
+        self.first.is_empty()
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        (self.first.capacity() + self.second.capacity()) * std::mem::size_of::<u32>()
+    }
+}
+
+/// Where a candidate list is read from: its source and its two id columns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PairListSpec {
+    /// How errors name the list (`table 'cand'`, `'cand.parquet'`).
+    pub what: String,
+    /// The id columns of `gene_i` and `gene_j`.
+    pub columns: [String; 2],
+}
+
+impl PairListSpec {
+    /// The list read from the first two columns of `schema`, which must hold
+    /// ids: strings or integers.
+    pub fn inspect(what: &str, schema: &Schema) -> Result<Self> {
+        let fields = schema.fields();
+        if fields.len() < 2 {
+            return plan_err!(
+                "the candidate list {what} has {} column(s); its first two columns must be the \
+                 ids of gene_i and gene_j",
+                fields.len()
+            );
+        }
+        for field in &fields[..2] {
+            let t = field.data_type();
+            let id = t.is_integer()
+                || matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
+                || matches!(t, DataType::Dictionary(_, v) if matches!(**v, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View));
+            if !id {
+                return plan_err!(
+                    "column '{}' of the candidate list {what} has type {t}; the first two \
+                     columns must be gene ids (strings or integers)",
+                    field.name()
+                );
+            }
+        }
+        Ok(Self {
+            what: what.to_string(),
+            columns: [fields[0].name().clone(), fields[1].name().clone()],
+        })
+    }
+
+    /// Reads the list from `batches` (the two id columns) and finds each
+    /// id among `genes`: the first id among positions `first_genes`, the
+    /// second among `second_genes` (the same range for one matrix; left and
+    /// right for two stacked ones). The pairs are reserved in `memory`, in
+    /// the reservation returned with them.
+    pub fn read(
+        &self,
+        batches: InputBatches,
+        genes: &StringArray,
+        first_genes: std::ops::Range<usize>,
+        second_genes: std::ops::Range<usize>,
+        memory: &QueryMemory,
+    ) -> Result<(ListedPairs, Reservation)> {
+        let one_matrix = first_genes == second_genes;
+        let index = |range: std::ops::Range<usize>| -> HashMap<&str, u32> {
+            range.map(|g| (genes.value(g), g as u32)).collect()
+        };
+        let first_index = index(first_genes.clone());
+        let second_index = if one_matrix {
+            None
+        } else {
+            Some(index(second_genes))
+        };
+        let second_of = second_index.as_ref().unwrap_or(&first_index);
+        let mut reservation = memory.reserve(&format!("candidate pairs of {}", self.what), 0)?;
+        // (first, second, listed position) of every pair naming two genes.
+        let mut found: Vec<(u32, u32, u64)> = Vec::new();
+        let (mut listed, mut example) = (0u64, None);
+        for batch in batches {
+            // (The batches stop a load asked to stop.)
+            let batch = batch?;
+            let ids = |c: usize| -> Result<StringArray> {
+                let column = cast(batch.column(c), &DataType::Utf8)?;
+                Ok(column.as_string::<i32>().clone())
+            };
+            let (a, b) = (ids(0)?, ids(1)?);
+            reservation.try_grow(batch.num_rows() * std::mem::size_of::<(u32, u32, u64)>())?;
+            found.reserve(batch.num_rows());
+            for k in 0..batch.num_rows() {
+                let position = listed;
+                listed += 1;
+                if a.is_null(k) || b.is_null(k) {
+                    continue;
+                }
+                let (x, y) = (a.value(k), b.value(k));
+                match (first_index.get(x), second_of.get(y)) {
+                    (Some(&i), Some(&j)) if !(one_matrix && i == j) => found.push((i, j, position)),
+                    _ => {
+                        if example.is_none() {
+                            example = Some((x.to_string(), y.to_string()));
+                        }
+                    }
+                }
+            }
+        }
+        if listed > 0 && found.is_empty() {
+            let (x, y) = example.unwrap_or_default();
+            return plan_err!(
+                "none of the {listed} pairs of the candidate list {} names two genes of the \
+                 matrix (the first: '{x}' and '{y}', from its columns '{}' and '{}'); the list's \
+                 first two columns must be the ids of gene_i and gene_j",
+                self.what,
+                self.columns[0],
+                self.columns[1]
+            );
+        }
+        // A pair listed more than once is computed once (in one matrix in
+        // either order), as first listed.
+        if one_matrix {
+            found.sort_unstable_by_key(|&(i, j, k)| (i.min(j), i.max(j), k));
+            found.dedup_by_key(|&mut (i, j, _)| (i.min(j), i.max(j)));
+        }
+        found.sort_unstable_by_key(|&(i, j, _)| (i, j));
+        found.dedup_by_key(|&mut (i, j, _)| (i, j));
+        let pairs = ListedPairs {
+            first: found.iter().map(|p| p.0).collect(),
+            second: found.iter().map(|p| p.1).collect(),
+        };
+        drop(found);
+        reservation.shrink_to(pairs.heap_bytes());
+        Ok((pairs, reservation))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::datatypes::Field;
+
+    #[test]
+    fn the_first_two_columns_must_be_ids() {
+        let schema = |a: DataType, b: DataType| {
+            Schema::new(vec![Field::new("g", a, true), Field::new("p", b, true)])
+        };
+        let ok = PairListSpec::inspect("'c.csv'", &schema(DataType::Utf8, DataType::Int64));
+        assert_eq!(ok.unwrap().columns, ["g".to_string(), "p".to_string()]);
+        let err = PairListSpec::inspect("'c.csv'", &schema(DataType::Utf8, DataType::Float64))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("column 'p'") && err.contains("'c.csv'"),
+            "{err}"
+        );
+        let one = Schema::new(vec![Field::new("g", DataType::Utf8, true)]);
+        let err = PairListSpec::inspect("t", &one).unwrap_err().to_string();
+        assert!(err.contains("1 column(s)"), "{err}");
+    }
+}

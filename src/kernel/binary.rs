@@ -1,0 +1,207 @@
+//! Pairs with a two-valued gene (a binarised ATAC peak, a presence/absence
+//! call, a mutation): Kendall's S as a rank sum, in O(k) per pair.
+//!
+//! # Why it is exact
+//!
+//! Let `y` take two values on the `n` samples, `B` the `k` samples at the
+//! higher one, and `x` any gene complete on the same samples. With
+//! `S = Σ_{a<b} sgn(x_a − x_b)·sgn(y_a − y_b)`, only pairs with one sample
+//! in `B` and one outside have `y_a ≠ y_b`, and each such pair contributes
+//! `sgn(x_b − x_z)` (`b ∈ B`, `z ∉ B`), so
+//!
+//! ```text
+//! S = Σ_{b∈B} Σ_{z∉B} sgn(x_b − x_z)
+//!   = Σ_{b∈B} Σ_{all d} sgn(x_b − x_d)  −  Σ_{b∈B} Σ_{d∈B} sgn(x_b − x_d).
+//! ```
+//!
+//! The last double sum is 0: it holds each unordered pair of `B` twice,
+//! with opposite signs (and `sgn(0) = 0` for `d = b` and for ties). The
+//! inner sum of the first is the sample's *score* in `x`,
+//!
+//! ```text
+//! score_x(b) = #{d : x_d < x_b} − #{d : x_d > x_b} = 2·midrank_x(b) − n − 1,
+//! ```
+//!
+//! an integer whatever the ties of `x` (a tie group spanning sorted
+//! positions `s..e` has `s` values below it and `n − e` above). Hence
+//!
+//! ```text
+//! S = Σ_{b∈B} score_x(b) = 2·R_B − k(n + 1),
+//! ```
+//!
+//! Mann–Whitney's rank sum `R_B` rescaled. Scores sum to 0 over all
+//! samples (each pair of samples adds +1 and −1, or 0 twice), so also
+//! `S = −Σ_{z∉B} score_x(z)`: the smaller of the two groups is summed.
+//! Every term is an exact integer, so S is the same integer every other
+//! kernel computes; tau-b's tie terms are the usual ones (`x`'s groups,
+//! and `y`'s two groups of `k` and `n − k`), computed once per gene.
+//!
+//! # Cost
+//!
+//! Scoring `x` is one pass over its sorted order, O(n), kept while the
+//! next pair has the same `x` (a block's row gene, or a candidate list's
+//! gene against its peaks); each pair then costs O(min(k, n − k)) reads,
+//! against O(n log n) for VSE and O(n²/64) for the bit-planes.
+//!
+//! # Missing values
+//!
+//! With missing values the scores depend on the samples a pair shares, so
+//! pairs touching a gene with missing values are left to the scan's
+//! kernel ([`RankSums::numerator`] returns `None`).
+
+use crate::input::RankedMatrix;
+
+/// Scores of one gene and the rank sums of two-valued partners against it.
+#[derive(Debug, Default, Clone)]
+pub struct RankSums {
+    /// `score_x(a)` of every sample `a` of the gene `scored`.
+    scores: Vec<i32>,
+    scored: Option<usize>,
+}
+
+impl RankSums {
+    /// Whether the rank-sum path computes the pair `(i, j)` of `m`: one of
+    /// the genes takes two values, neither misses a value, and scores fit
+    /// in an `i32`.
+    #[inline]
+    pub fn applies(m: &RankedMatrix, i: usize, j: usize) -> bool {
+        (m.two_valued(i) || m.two_valued(j))
+            && !m.has_gaps(i)
+            && !m.has_gaps(j)
+            && m.samples() <= i32::MAX as usize
+    }
+
+    /// `S = nc − nd` of genes `i` and `j` of `m` by the rank sum of the
+    /// two-valued one (`j` when both are), or `None` when the pair does not
+    /// qualify ([`RankSums::applies`]).
+    pub fn numerator(&mut self, m: &RankedMatrix, i: usize, j: usize) -> Option<i64> {
+        if !Self::applies(m, i, j) {
+            return None;
+        }
+        // Prefer keeping the first gene scored: consecutive pairs of a
+        // block or a candidate list share it.
+        let (x, y) = if m.two_valued(j) { (i, j) } else { (j, i) };
+        self.score(m, x);
+        let (lower, higher) = split(m, y);
+        let scores = &self.scores;
+        let sum = |samples: &[u32]| -> i64 {
+            samples.iter().map(|&a| i64::from(scores[a as usize])).sum()
+        };
+        Some(if higher.len() <= lower.len() {
+            sum(higher)
+        } else {
+            -sum(lower)
+        })
+    }
+
+    /// Fills `scores` with gene `x`'s scores, unless they are there.
+    fn score(&mut self, m: &RankedMatrix, x: usize) {
+        if self.scored == Some(x) {
+            return;
+        }
+        let n = m.samples();
+        self.scores.resize(n, 0);
+        let (order, ranks) = (m.order(x), m.ranks(x));
+        let mut start = 0usize;
+        while start < n {
+            // The tie group starting at sorted position `start`.
+            let rank = ranks[order[start] as usize];
+            let mut end = start + 1;
+            while end < n && ranks[order[end] as usize] == rank {
+                end += 1;
+            }
+            // `start` values below, `n − end` above (n < 2^31: exact).
+            let score = (start + end) as i64 - n as i64;
+            for &a in &order[start..end] {
+                self.scores[a as usize] = score as i32;
+            }
+            start = end;
+        }
+        self.scored = Some(x);
+    }
+}
+
+/// The samples of a complete two-valued gene `y` at its lower and at its
+/// higher value, each in sample order.
+fn split(m: &RankedMatrix, y: usize) -> (&[u32], &[u32]) {
+    let (order, ranks) = (m.order(y), m.ranks(y));
+    // The order is sorted by rank (0, then 1), ties in sample order.
+    let k = order.partition_point(|&a| ranks[a as usize] == 0);
+    order.split_at(k)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::naive;
+
+    /// A small deterministic generator (splitmix64).
+    fn values(seed: u64, n: usize, levels: u64) -> Vec<f64> {
+        let mut s = seed;
+        (0..n)
+            .map(|_| {
+                s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = s;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                ((z ^ (z >> 31)) % levels) as f64
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rank_sums_equal_the_naive_numerator() {
+        for n in [2usize, 3, 7, 64, 65, 200, 1001] {
+            // Genes 0..3: two-valued (balanced, rare ones, common ones);
+            // 3..6: continuous, tied, zero-inflated.
+            let mut rows = Vec::new();
+            rows.extend(values(n as u64, n, 2));
+            rows.extend(
+                values(n as u64 + 1, n, 17)
+                    .iter()
+                    .map(|&v| f64::from(v == 0.0)),
+            );
+            rows.extend(
+                values(n as u64 + 2, n, 17)
+                    .iter()
+                    .map(|&v| f64::from(v != 0.0)),
+            );
+            rows.extend(values(n as u64 + 3, n, 1 << 40));
+            rows.extend(values(n as u64 + 4, n, 5));
+            rows.extend(
+                values(n as u64 + 5, n, 9)
+                    .iter()
+                    .map(|&v| (v - 6.0).max(0.0)),
+            );
+            let m = RankedMatrix::from_values(6, n, &rows);
+            let mut sums = RankSums::default();
+            for i in 0..6 {
+                for j in 0..6 {
+                    let expected = naive::numerator(m.ranks(i), m.ranks(j));
+                    let got = sums.numerator(&m, i, j);
+                    if m.two_valued(i) || m.two_valued(j) {
+                        assert_eq!(got, Some(expected), "n {n}, pair ({i}, {j})");
+                    } else {
+                        assert_eq!(got, None, "n {n}, pair ({i}, {j})");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn genes_with_missing_values_are_left_to_the_kernel() {
+        let x = [1.0, 2.0, f64::NAN, 4.0, 0.5];
+        let y = [0.0, 1.0, 1.0, 0.0, 1.0];
+        let m = RankedMatrix::from_values(2, 5, &[x, y].concat());
+        assert!(m.two_valued(1));
+        assert_eq!(RankSums::default().numerator(&m, 0, 1), None);
+    }
+
+    #[test]
+    fn a_constant_gene_is_not_two_valued() {
+        let m = RankedMatrix::from_values(2, 4, &[1.0, 1.0, 1.0, 1.0, 0.0, 1.0, 2.0, 3.0]);
+        assert!(!m.two_valued(0));
+        assert_eq!(RankSums::default().numerator(&m, 0, 1), None);
+    }
+}
