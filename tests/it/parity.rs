@@ -353,7 +353,7 @@ async fn r_help_page_example_one_sided() {
     for (method, continuity, expected) in [
         ("exact", "false", 0.0597194664902998),
         ("asymptotic", "false", 0.047646419011728273),
-        ("asymptotic", "true", 0.058925447510682509),
+        ("asymptotic", "true", 0.058_925_447_510_682_51),
     ] {
         let ctx = ctx(1);
         let table =
