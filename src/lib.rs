@@ -46,6 +46,7 @@ pub mod ffi;
 pub mod filter;
 pub mod functions;
 pub mod gene_filter;
+pub mod graphml;
 pub mod input;
 pub mod kernel;
 pub mod load;
@@ -70,7 +71,8 @@ pub const FUNCTION_NAME: &str = schema::ALL_PAIRS;
 
 /// Registers every table function ([`functions::FUNCTIONS`]:
 /// `kendall_all_pairs`, `kendall_top_partners`, `kendall_cross_pairs`) and
-/// the `kendall.*` options on `ctx`.
+/// the `kendall.*` options on `ctx`, and the GraphML writer of `COPY`
+/// ([`graphml`]).
 ///
 /// Options already set on the context (e.g. via [`with_kendall_options`])
 /// are kept.
@@ -84,6 +86,8 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
     if options.extensions.get::<KendallOptions>().is_none() {
         options.extensions.insert(KendallOptions::default());
     }
+    // `COPY ... TO 'net.graphml'` / `STORED AS GRAPHML` ([`graphml`]).
+    state.register_file_format(std::sync::Arc::new(graphml::GraphmlFormatFactory), true)?;
     Ok(())
 }
 

@@ -18,8 +18,9 @@ so importing this module with another major raises ImportError.
 
 The code lives in private modules by concern: ``_session`` (options and
 registration), ``_inputs`` (inputs to Arrow), ``_progress`` (progress bars),
-``_corr`` (``corr()`` and its pandas results) and ``_candidates``
-(listed pairs); ``_native`` is the compiled extension.
+``_corr`` (``corr()`` and its pandas results), ``_candidates``
+(listed pairs) and ``_graphml`` (``write_graphml()``); ``_native`` is the
+compiled extension.
 """
 
 from __future__ import annotations
@@ -46,10 +47,19 @@ DATAFUSION_MAJOR: int = _native.datafusion_major()
 
 from ._candidates import batch_kendall_tau, candidate_pairs  # noqa: E402
 from ._corr import corr  # noqa: E402
+from ._graphml import write_graphml  # noqa: E402
 from ._session import FUNCTIONS, context, register, session_config  # noqa: E402
 
 # Documented, printed and pickled as the package's own, as before the split.
-for _f in (batch_kendall_tau, candidate_pairs, context, corr, register, session_config):
+for _f in (
+    batch_kendall_tau,
+    candidate_pairs,
+    context,
+    corr,
+    register,
+    session_config,
+    write_graphml,
+):
     _f.__module__ = __name__
 del _f
 
@@ -62,4 +72,5 @@ __all__ = [
     "corr",
     "register",
     "session_config",
+    "write_graphml",
 ]

@@ -160,6 +160,71 @@ fn progress(source: Option<&str>) -> Option<(u64, Option<u64>)> {
     .map(|p| (p.done, p.total))
 }
 
+/// The record batches of an object with `__arrow_c_stream__` (a datafusion
+/// DataFrame, a pyarrow Table, a pandas DataFrame), read as they come.
+fn arrow_stream(
+    data: &Bound<'_, PyAny>,
+) -> PyResult<datafusion::arrow::ffi_stream::ArrowArrayStreamReader> {
+    use datafusion::arrow::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
+    if !data.hasattr("__arrow_c_stream__")? {
+        return Err(PyValueError::new_err(
+            "expected a datafusion DataFrame, a pyarrow Table or another object with \
+             __arrow_c_stream__",
+        ));
+    }
+    let capsule = data.call_method0("__arrow_c_stream__")?;
+    let capsule = capsule
+        .cast::<PyCapsule>()
+        .map_err(|_| PyValueError::new_err("__arrow_c_stream__ did not return a PyCapsule"))?;
+    let stream: NonNull<FFI_ArrowArrayStream> =
+        capsule.pointer_checked(Some(c"arrow_array_stream"))?.cast();
+    // SAFETY: the capsule's name was checked: it holds an FFI_ArrowArrayStream,
+    // which `from_raw` moves out (leaving a released stream behind, which the
+    // capsule's destructor then ignores), as the Arrow PyCapsule protocol asks.
+    unsafe { ArrowArrayStreamReader::from_raw(stream.as_ptr()) }
+        .map_err(|e| PyValueError::new_err(format!("not an Arrow stream: {e}")))
+}
+
+/// Writes the rows of `edges` (two endpoint columns, then edge attributes)
+/// to the GraphML file `path`, with node attributes from the rows of `nodes`
+/// (joined on `node_key`, default its first column); returns the number of
+/// edges. See the Rust crate's `graphml` module.
+#[pyfunction]
+#[pyo3(signature = (edges, path, nodes=None, node_key=None, directed=false, all_nodes=false))]
+fn write_graphml(
+    edges: Bound<'_, PyAny>,
+    path: std::path::PathBuf,
+    nodes: Option<Bound<'_, PyAny>>,
+    node_key: Option<String>,
+    directed: bool,
+    all_nodes: bool,
+) -> PyResult<u64> {
+    use datafusion_kendall::graphml::{GraphmlOptions, GraphmlWriter};
+    let error = |e: datafusion::error::DataFusionError| PyValueError::new_err(e.to_string());
+    let options = GraphmlOptions {
+        nodes: nodes.as_ref().map(|_| "nodes".to_string()),
+        node_key,
+        directed,
+        all_nodes,
+    };
+    let node_batches = match &nodes {
+        Some(n) => Some(
+            arrow_stream(n)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| PyValueError::new_err(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let reader = arrow_stream(&edges)?;
+    let schema = datafusion::arrow::record_batch::RecordBatchReader::schema(&reader);
+    let mut writer = GraphmlWriter::create(&path, &schema, options).map_err(error)?;
+    for batch in reader {
+        let batch = batch.map_err(|e| PyValueError::new_err(e.to_string()))?;
+        writer.push_edges(&batch).map_err(error)?;
+    }
+    writer.finish(node_batches.as_deref()).map_err(error)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TableFunction>()?;
@@ -168,6 +233,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(datafusion_major, m)?)?;
     m.add_function(wrap_pyfunction!(check_host, m)?)?;
     m.add_function(wrap_pyfunction!(progress, m)?)?;
+    m.add_function(wrap_pyfunction!(write_graphml, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -15,6 +15,7 @@ mod errors;
 mod exports;
 mod fdr;
 mod fuzz;
+mod graphml;
 mod inputs;
 mod integers;
 mod kernels;

@@ -135,6 +135,15 @@ fn sql_examples_run() {
     assert!(scratch.path().join("demo_expression.tsv.gz").exists());
     assert!(scratch.path().join("network.parquet").exists());
     assert!(scratch.path().join("network.csv").exists());
+    // sql/graphml.sql: the networks, through the shell's staged COPY.
+    for name in [
+        "network.graphml",
+        "network_annotated.graphml",
+        "top_partners.graphml",
+    ] {
+        let text = std::fs::read_to_string(scratch.path().join(name)).unwrap();
+        assert!(text.trim_end().ends_with("</graphml>"), "{name}");
+    }
 }
 
 /// Copies the directory `from` (files and subdirectories) to `to`.

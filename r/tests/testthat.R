@@ -1,0 +1,4 @@
+library(testthat)
+library(datafusion.kendall)
+
+test_check("datafusion.kendall")

@@ -1,0 +1,20 @@
+test_that("the quickstart example runs", {
+  demo <- repo_file("data", "demo_expression.parquet")
+  example <- repo_file("r", "inst", "examples", "quickstart.R")
+  dir <- tempfile("quickstart")
+  dir.create(file.path(dir, "data"), recursive = TRUE)
+  file.copy(demo, file.path(dir, "data"))
+  old <- setwd(dir)
+  on.exit(setwd(old))
+  env <- new.env()
+  utils::capture.output(sys.source(example, envir = env))
+  expect_gt(nrow(env$strong), 10)
+  expect_equal(dim(env$tau), c(500, 500))
+  expect_gt(nrow(env$pairs), 100)
+  expect_named(env$pairs, c("gene_i", "gene_j", "tau", "p_value", "n", "q_value"))
+  expect_equal(nrow(env$top), 3 * 2000)
+  if (requireNamespace("igraph", quietly = TRUE)) {
+    expect_true(file.exists("network.graphml"))
+    expect_s3_class(env$g, "igraph")
+  }
+})
