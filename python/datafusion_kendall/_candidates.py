@@ -10,11 +10,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import datafusion as _datafusion
 
-from ._inputs import _chunked
+from ._inputs import _chunked, _sparse_triples
 from ._progress import _collect, _in_notebook
-from ._session import context
+from ._session import result_context
 
 
 def batch_kendall_tau(rna_matrix: Any, atac_matrix: Any, gene_indices: Any, peak_indices: Any):
@@ -255,39 +254,12 @@ def _columns(data: Any, used: Any, *, binary: bool, what: str):
     return x
 
 
-def _long(x: Any, ids: Any, offset: int):
-    """A cells x features CSC matrix as (gene, sample, value) triples of its
-    stored entries: gene ids ``offset + k`` as strings; every feature and
-    every cell appears (cell 0 of every feature, then the stored entries)."""
+def _numbered(m: int, offset: int):
+    """Feature ids ``offset .. offset + m`` as Arrow strings."""
     import numpy as np
     import pyarrow as pa
 
-    n_cells, m = x.shape
-    counts = np.diff(x.indptr)
-    feature = np.repeat(np.arange(m, dtype=np.int32), counts)
-    cell = x.indices.astype(np.int64)
-    value = x.data
-    # Cell 0 of every feature first (its value or 0): fixes the feature
-    # order and makes an all-zero feature exist. Then the other entries.
-    first_value = np.zeros(m)
-    at_zero = cell == 0
-    first_value[feature[at_zero]] = value[at_zero]
-    rest = ~at_zero
-    genes = np.concatenate([np.arange(m, dtype=np.int32), feature[rest]])
-    samples = np.concatenate([np.zeros(m, dtype=np.int64), cell[rest]])
-    values = np.concatenate([first_value, value[rest]])
-    # A cell without any stored entry must exist too: one explicit zero.
-    seen = np.zeros(n_cells, dtype=bool)
-    seen[0] = True
-    seen[cell] = True
-    empty = np.flatnonzero(~seen)
-    if len(empty):
-        genes = np.concatenate([genes, np.zeros(len(empty), dtype=np.int32)])
-        samples = np.concatenate([samples, empty.astype(np.int64)])
-        values = np.concatenate([values, np.zeros(len(empty))])
-    names = pa.array(np.asarray(ids) + offset).cast(pa.string())
-    gene = pa.DictionaryArray.from_arrays(pa.array(genes), names).cast(pa.string())
-    return pa.table({"gene": gene, "sample": pa.array(samples), "value": pa.array(values)})
+    return pa.array(np.arange(offset, offset + m, dtype=np.int64)).cast(pa.string())
 
 
 def _run(x, y, first, second, *, columns, options, progress, partitions, where=""):
@@ -297,20 +269,15 @@ def _run(x, y, first, second, *, columns, options, progress, partitions, where="
     import numpy as np
     import pyarrow as pa
 
-    config = _datafusion.SessionConfig().with_batch_size(1 << 20)
-    if partitions is not None:
-        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
-            raise ValueError(f"partitions must be a whole number >= 1, got {partitions!r}")
-        config = config.with_target_partitions(partitions)
-    ctx = context(config)
+    ctx = result_context(partitions)
     tag = uuid.uuid4().hex
     names = {"x": f"dk_x_{tag}", "y": f"dk_y_{tag}", "pairs": f"dk_pairs_{tag}"}
     m = x.shape[1]
-    ctx.from_arrow(_chunked(_long(x, np.arange(m), 0)), name=names["x"])
+    ctx.from_arrow(_chunked(_sparse_triples(x, _numbered(m, 0))), name=names["x"])
     sources = f"'{names['pairs']}', '{names['x']}'"
     offset = 0
     if y is not None:
-        ctx.from_arrow(_chunked(_long(y, np.arange(y.shape[1]), m)), name=names["y"])
+        ctx.from_arrow(_chunked(_sparse_triples(y, _numbered(y.shape[1], m))), name=names["y"])
         sources += f", '{names['y']}'"
         offset = m
     ids = lambda a: pa.array(np.asarray(a, dtype=np.int64)).cast(pa.string())  # noqa: E731

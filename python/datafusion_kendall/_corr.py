@@ -7,11 +7,10 @@ import math
 import uuid
 from typing import Any
 
-import datafusion as _datafusion
 
 from ._inputs import _chunked, _to_arrow
 from ._progress import _collect, _in_notebook
-from ._session import context
+from ._session import result_context
 
 _NAN_POLICIES = {
     "omit": "pairwise",
@@ -131,14 +130,7 @@ def corr(
     if genes not in ("columns", "rows"):
         raise ValueError(f"genes must be 'columns' or 'rows', got {genes!r}")
 
-    # Large batches: each crosses the FFI and is converted with fixed costs
-    # of its own, and the whole result is held in memory anyway.
-    config = _datafusion.SessionConfig().with_batch_size(1 << 20)
-    if partitions is not None:
-        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
-            raise ValueError(f"partitions must be a whole number >= 1, got {partitions!r}")
-        config = config.with_target_partitions(partitions)
-    ctx = context(config)
+    ctx = result_context(partitions)
     table, options, gene_ids = _to_arrow(data, genes)
     options.update(
         {

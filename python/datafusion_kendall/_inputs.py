@@ -131,6 +131,39 @@ def _numeric_only(names, types, is_numeric) -> None:
             )
 
 
+def _sparse_triples(x: Any, names: Any):
+    """A cells x features scipy CSC matrix as a (gene, sample, value) table
+    of its stored entries, gene ids ``names`` (an Arrow string array). The
+    engine numbers genes and cells in order of first appearance, so cell 0
+    of every feature comes first (its value or 0): features keep their
+    order and an all-zero one exists; a cell without any stored entry gets
+    one explicit zero."""
+    import numpy as np
+    import pyarrow as pa
+
+    n_cells, m = x.shape
+    feature = np.repeat(np.arange(m, dtype=np.int32), np.diff(x.indptr))
+    cell = x.indices.astype(np.int64)
+    value = np.asarray(x.data, dtype=np.float64)
+    first_value = np.zeros(m)
+    at_zero = cell == 0
+    first_value[feature[at_zero]] = value[at_zero]
+    rest = ~at_zero
+    genes = np.concatenate([np.arange(m, dtype=np.int32), feature[rest]])
+    samples = np.concatenate([np.zeros(m, dtype=np.int64), cell[rest]])
+    values = np.concatenate([first_value, value[rest]])
+    seen = np.zeros(n_cells, dtype=bool)
+    seen[0] = True
+    seen[cell] = True
+    empty = np.flatnonzero(~seen)
+    if len(empty):
+        genes = np.concatenate([genes, np.zeros(len(empty), dtype=np.int32)])
+        samples = np.concatenate([samples, empty.astype(np.int64)])
+        values = np.concatenate([values, np.zeros(len(empty))])
+    gene = pa.DictionaryArray.from_arrays(pa.array(genes), names).cast(pa.string())
+    return pa.table({"gene": gene, "sample": pa.array(samples), "value": pa.array(values)})
+
+
 def _is_anndata(data: Any) -> bool:
     return type(data).__name__ == "AnnData" and hasattr(data, "X") and hasattr(data, "var_names")
 
@@ -150,29 +183,6 @@ def _anndata_to_arrow(adata: Any):
     if hasattr(x, "tocoo"):
         if adata.n_obs < 2:
             raise ValueError(f"corr(): AnnData has {adata.n_obs} cells; at least 2 are needed")
-        # The engine numbers the genes of the long layout in order of first
-        # appearance: cell 0's value of every gene comes first (zero or
-        # not), so genes keep the order of var_names and a gene without any
-        # stored entry still exists. Then the other cells' stored entries.
-        x = x.tocsr()
-        first = np.asarray(x[0].todense(), dtype=np.float64).ravel()
-        rest = x[1:].tocoo()
-        cells = rest.row.astype(np.int64) + 1
-        genes = np.concatenate([np.arange(len(ids), dtype=np.int32), rest.col.astype(np.int32)])
-        samples = np.concatenate([np.zeros(len(ids), dtype=np.int64), cells])
-        values = np.concatenate([first, np.asarray(rest.data, dtype=np.float64)])
-        # A cell without any stored entry must exist too: one explicit zero.
-        seen = np.zeros(adata.n_obs, dtype=bool)
-        seen[0] = True
-        seen[cells] = True
-        empty = np.flatnonzero(~seen)
-        if len(empty):
-            genes = np.concatenate([genes, np.zeros(len(empty), dtype=np.int32)])
-            samples = np.concatenate([samples, empty.astype(np.int64)])
-            values = np.concatenate([values, np.zeros(len(empty))])
-        gene = pa.DictionaryArray.from_arrays(pa.array(genes), pa.array(ids, pa.string()))
-        table = pa.table(
-            {"gene": gene.cast(pa.string()), "sample": pa.array(samples), "value": pa.array(values)}
-        )
+        table = _sparse_triples(x.tocsc(), pa.array(ids, pa.string()))
         return table, {"layout": "long", "absent": "zero"}, ids
     return _matrix_table(np.asarray(x), ids)

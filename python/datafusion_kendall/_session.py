@@ -44,3 +44,15 @@ def context(
 ) -> _datafusion.SessionContext:
     """A new ``SessionContext`` with the ``kendall.*`` options and functions."""
     return register(_datafusion.SessionContext(session_config(config)))
+
+
+def result_context(partitions: int | None) -> _datafusion.SessionContext:
+    """A context for a call that collects its whole result (``corr()``,
+    ``candidate_pairs()``): large batches, each crossing the FFI with fixed
+    costs of its own; ``partitions`` threads (None: one per core)."""
+    config = _datafusion.SessionConfig().with_batch_size(1 << 20)
+    if partitions is not None:
+        if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+            raise ValueError(f"partitions must be a whole number >= 1, got {partitions!r}")
+        config = config.with_target_partitions(partitions)
+    return context(config)
