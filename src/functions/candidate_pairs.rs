@@ -21,12 +21,11 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
-use datafusion::common::plan_err;
 use datafusion::error::Result;
 use datafusion::logical_expr::Expr;
 
 use super::args::Args;
-use super::scan::plan_scan;
+use super::scan::{plan_scan, require_sample_names};
 use super::{Call, KendallFunction, PlannedCall, table_function_impl};
 use crate::input::{self, PairListSpec};
 use crate::options::KendallOptions;
@@ -111,16 +110,7 @@ impl KendallFunction for KendallCandidatePairs {
         // The listed pairs are walked as listed (no gene-targeted walk).
         config.kernel.anchors = None;
         if let Some(right) = &right {
-            for spec in [&left.spec, &right.spec] {
-                if !spec.names_samples() {
-                    return plan_err!(
-                        "{} has layout 'genes_as_columns', whose samples (rows) have no \
-                         names; samples of two matrices are matched by name: use layout \
-                         'genes_as_rows' or 'long'",
-                        spec.what
-                    );
-                }
-            }
+            require_sample_names([&left.spec, &right.spec])?;
             // The shape of the two matrices together is known once both
             // are loaded (the shared samples).
             config.planned_kernel = None;

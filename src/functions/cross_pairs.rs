@@ -18,12 +18,11 @@
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::catalog::Session;
-use datafusion::common::plan_err;
 use datafusion::error::Result;
 use datafusion::logical_expr::Expr;
 
 use super::args::Args;
-use super::scan::plan_scan;
+use super::scan::{plan_scan, require_sample_names};
 use super::{Call, KendallFunction, PlannedCall, table_function_impl};
 use crate::options::KendallOptions;
 use crate::schema::{self, CROSS_PAIRS};
@@ -86,15 +85,7 @@ impl KendallFunction for KendallCrossPairs {
         let [left, right] = [0, 1].map(|i| (&call.sources[i], &call.names[i]));
         let left = plan_scan(CROSS_PAIRS, state, left.0, left.1, filters, limit).await?;
         let right = plan_scan(CROSS_PAIRS, state, right.0, right.1, &[], None).await?;
-        for spec in [&left.spec, &right.spec] {
-            if !spec.names_samples() {
-                return plan_err!(
-                    "{} has layout 'genes_as_columns', whose samples (rows) have no \
-                     names; samples are matched by name: use layout 'genes_as_rows' or 'long'",
-                    spec.what
-                );
-            }
-        }
+        require_sample_names([&left.spec, &right.spec])?;
         let mut config = left.config;
         config.gene_ids = call.gene_ids;
         // The shape of the two matrices together is known once both are

@@ -207,6 +207,22 @@ pub(crate) async fn plan_scan(
     })
 }
 
+/// Refuses a pair of matrices whose samples cannot be matched by name
+/// (layout `genes_as_columns` names no sample): two-matrix calls match
+/// samples by name.
+pub(crate) fn require_sample_names(specs: [&InputSpec; 2]) -> Result<()> {
+    for spec in specs {
+        if !spec.names_samples() {
+            return plan_err!(
+                "{} has layout 'genes_as_columns', whose samples (rows) have no \
+                 names; samples are matched by name: use layout 'genes_as_rows' or 'long'",
+                spec.what
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The exact filters on tau (and p- and q-values) and on the gene columns
 /// among the pushed-down `filters`, each joined with AND.
 pub(crate) fn predicates(filters: &[Expr]) -> (Option<TauPredicate>, Option<GenePredicate>) {

@@ -373,17 +373,7 @@ impl PairKernel {
         // where a gene misses values).
         let (two, other): (Vec<u32>, Vec<u32>) =
             rows.iter().partition(|&&i| m.two_valued(i as usize));
-        for &i in &two {
-            let i = i as usize;
-            for j in cols.start.max(i + 1)..cols.end {
-                let s = self.numerator(m, i, j);
-                out.push(PairNumerator {
-                    i: i as u32,
-                    j: j as u32,
-                    s,
-                });
-            }
-        }
+        each_pair(&two, cols.clone(), out, |i, j| self.numerator(m, i, j));
         // The other rows: runs of two-valued columns by rank sums, the runs
         // between them by the kernel's block.
         let mut start = cols.start;
@@ -394,17 +384,7 @@ impl PairKernel {
                 end += 1;
             }
             if two_valued {
-                for &i in &other {
-                    let i = i as usize;
-                    for j in start.max(i + 1)..end {
-                        let s = self.numerator(m, i, j);
-                        out.push(PairNumerator {
-                            i: i as u32,
-                            j: j as u32,
-                            s,
-                        });
-                    }
-                }
+                each_pair(&other, start..end, out, |i, j| self.numerator(m, i, j));
             } else if !other.is_empty() {
                 self.kernel_block(m, &other, start..end, out);
             }
@@ -423,17 +403,7 @@ impl PairKernel {
         if let KernelState::Bitset(b) = &self.state {
             return b.block(m, rows, cols, out);
         }
-        for &i in rows {
-            let i = i as usize;
-            for j in cols.start.max(i + 1)..cols.end {
-                let s = self.kernel_numerator(m, i, j);
-                out.push(PairNumerator {
-                    i: i as u32,
-                    j: j as u32,
-                    s,
-                });
-            }
-        }
+        each_pair(rows, cols, out, |i, j| self.kernel_numerator(m, i, j));
     }
 
     /// Numerators of the listed pairs `(i, j)` for `j` in `partners` (any
@@ -449,6 +419,22 @@ impl PairKernel {
         for &j in partners {
             let s = self.numerator(m, i as usize, j as usize);
             out.push(PairNumerator { i, j, s });
+        }
+    }
+}
+
+/// Appends the numerator `numerator(i, j)` of every pair `i` in `rows`,
+/// `j` in `cols` with `j > i`, one pair at a time.
+fn each_pair(
+    rows: &[u32],
+    cols: Range<usize>,
+    out: &mut Vec<PairNumerator>,
+    mut numerator: impl FnMut(usize, usize) -> i64,
+) {
+    for &i in rows {
+        for j in cols.start.max(i as usize + 1)..cols.end {
+            let s = numerator(i as usize, j);
+            out.push(PairNumerator { i, j: j as u32, s });
         }
     }
 }
