@@ -96,18 +96,28 @@ pub(super) fn prepare(
     let decision = kernel_plan.for_shape(genes, loaded.samples)?;
     let shape = format!("{genes} genes x {} samples", loaded.samples);
     let mut ranks_memory = memory.reserve(&format!("ranks and sample orders ({shape})"), 0)?;
-    let matrix = RankedMatrix::try_build(
-        genes,
-        loaded.samples,
-        &loaded.values,
-        &loaded.residuals,
-        &mut ranks_memory,
-    )?;
+    let matrix = match &loaded.sparse {
+        // Mostly zeros: ranks of the non-zero values only.
+        Some(sparse) => RankedMatrix::try_build_sparse(loaded.samples, sparse, &mut ranks_memory)?,
+        None => RankedMatrix::try_build(
+            genes,
+            loaded.samples,
+            &loaded.values,
+            &loaded.residuals,
+            &mut ranks_memory,
+        )?,
+    };
     // The values (and their reservation) are no longer needed once ranked.
     drop(loaded);
     checkpoint()?;
     // `auto` switches to the zero-inflated kernel where the data is.
     let kernel = kernel_plan.for_data(decision, &matrix);
+    // The bit-planes are built from dense ranks (and take more).
+    let matrix = if kernel == KernelKind::Bitset {
+        matrix.try_into_dense(&mut ranks_memory)?
+    } else {
+        matrix
+    };
     let mut planes_memory = memory.reserve(&format!("bit-planes ({shape})"), 0)?;
     let planes = if kernel == KernelKind::Bitset {
         let bytes = crate::kernel::bitset::plane_bytes(genes, matrix.samples());

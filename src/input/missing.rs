@@ -74,7 +74,8 @@ impl ExpressionMatrix {
     /// samples were dropped.
     pub fn keep_complete_samples(&mut self) -> usize {
         let n = self.samples;
-        if n == 0 {
+        // A sparse matrix has no missing value (see `input::sparse`).
+        if n == 0 || self.sparse.is_some() {
             return 0;
         }
         let mut keep = vec![true; n];

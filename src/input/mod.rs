@@ -20,6 +20,7 @@ pub mod pair_list;
 mod rank;
 mod read;
 pub mod source;
+pub mod sparse;
 pub(crate) mod stack;
 mod stores;
 pub mod tenx;
@@ -34,9 +35,9 @@ pub use source::InputFormat;
 pub use stores::OnDemandStores;
 use values::ValueBuffer;
 
-pub use rank::{MISSING_RANK, PairStats, RankedMatrix, VarianceTerms};
+pub use rank::{DensePair, MISSING_RANK, PairStats, RankedMatrix, SparseGene, VarianceTerms};
 
-use datafusion::arrow::array::{ArrayRef, RecordBatch, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::error::{DataFusionError, Result};
@@ -234,6 +235,7 @@ pub struct ExpressionMatrix {
     /// Number of samples per gene.
     pub samples: usize,
     /// genes × samples values, row-major; finite, or NaN where missing.
+    /// Empty when the matrix is `sparse`.
     pub values: Vec<f64>,
     /// Per value, what a 64-bit integer loses as f64 (`integer - value`, see
     /// [`RankedMatrix::from_exact`]); empty when every value is exact.
@@ -242,8 +244,11 @@ pub struct ExpressionMatrix {
     /// samples (`genes_as_rows`: the column names; `long`: the sample ids);
     /// empty for `genes_as_columns`, whose samples are rows without names.
     pub sample_ids: Vec<String>,
-    /// The memory pool reservation of `values` and `residuals`, released
-    /// with them.
+    /// The non-zero values, for an input read with absent entries as zeros
+    /// that is mostly zeros (`values` and `residuals` are then empty).
+    pub sparse: Option<sparse::SparseValues>,
+    /// The memory pool reservation of `values` and `residuals` (or of
+    /// `sparse`), released with them.
     _reservation: Reservation,
 }
 
@@ -260,6 +265,7 @@ impl ExpressionMatrix {
             values: buffer.values,
             residuals: buffer.residuals,
             sample_ids,
+            sparse: None,
             _reservation: buffer.reservation,
         }
     }
@@ -279,8 +285,54 @@ impl ExpressionMatrix {
             values,
             residuals,
             sample_ids,
+            sparse: None,
             _reservation: reservation,
         }
+    }
+
+    /// A sparse matrix (see [`sparse`]), reserved in `reservation`.
+    pub(crate) fn from_sparse(
+        genes: StringArray,
+        sample_ids: Vec<String>,
+        values: sparse::SparseValues,
+        reservation: Reservation,
+    ) -> Self {
+        Self {
+            genes,
+            samples: sample_ids.len(),
+            values: Vec::new(),
+            residuals: Vec::new(),
+            sample_ids,
+            sparse: Some(values),
+            _reservation: reservation,
+        }
+    }
+
+    /// The matrix with its values dense (a sparse one expanded, its
+    /// values reserved in `memory` first); a dense one as it is.
+    pub(crate) fn into_dense(self, memory: &QueryMemory) -> Result<Self> {
+        let Some(sparse) = &self.sparse else {
+            return Ok(self);
+        };
+        let cells = self.genes.len().saturating_mul(self.samples);
+        let per_value = if sparse.residuals.is_empty() { 8 } else { 10 };
+        let mut reservation = memory.reserve(
+            &format!(
+                "input values ({} genes x {} samples)",
+                self.genes.len(),
+                self.samples
+            ),
+            0,
+        )?;
+        reservation.try_grow(cells.saturating_mul(per_value))?;
+        let (values, residuals) = sparse.to_dense(self.samples)?;
+        Ok(Self::from_parts(
+            self.genes,
+            self.sample_ids,
+            values,
+            residuals,
+            reservation,
+        ))
     }
 }
 

@@ -45,8 +45,42 @@ pub(crate) fn stack(
             right.samples
         )));
     }
+    let ids = StringArray::from_iter_values(
+        (0..left.genes.len())
+            .map(|g| left.genes.value(g))
+            .chain((0..right.genes.len()).map(|g| right.genes.value(g))),
+    );
+    let sample_ids: Vec<String> = shared
+        .iter()
+        .map(|&(k, _)| left.sample_ids[k].clone())
+        .collect();
     let n = shared.len();
     let genes = left.genes.len() + right.genes.len();
+    if let (Some(l), Some(r)) = (&left.sparse, &right.sparse) {
+        // Both sparse: stacked sparse, each side's samples renumbered.
+        let renumber = |samples: usize, column: fn(&(usize, usize)) -> usize| {
+            let mut to = vec![u32::MAX; samples];
+            for (new, pair) in shared.iter().enumerate() {
+                to[column(pair)] = new as u32;
+            }
+            to
+        };
+        let mut stacked = l.remap_samples(&renumber(left.samples, |p| p.0));
+        stacked.append(&r.remap_samples(&renumber(right.samples, |p| p.1)));
+        let mut reservation = memory.reserve(
+            &format!("stacked non-zero values ({genes} genes x {n} shared samples)"),
+            0,
+        )?;
+        reservation.try_grow(stacked.heap_bytes())?;
+        return Ok(ExpressionMatrix::from_sparse(
+            ids,
+            sample_ids,
+            stacked,
+            reservation,
+        ));
+    }
+    // Otherwise dense, a sparse side expanded.
+    let (left, right) = (left.into_dense(memory)?, right.into_dense(memory)?);
     let exact = left.residuals.is_empty() && right.residuals.is_empty();
     let per_value = if exact { 8 } else { 10 };
     let mut reservation = memory.reserve(
@@ -73,15 +107,6 @@ pub(crate) fn stack(
             }
         }
     }
-    let ids = StringArray::from_iter_values(
-        (0..left.genes.len())
-            .map(|g| left.genes.value(g))
-            .chain((0..right.genes.len()).map(|g| right.genes.value(g))),
-    );
-    let sample_ids = shared
-        .iter()
-        .map(|&(k, _)| left.sample_ids[k].clone())
-        .collect();
     // The two matrices' own values are released when they are dropped here.
     Ok(ExpressionMatrix::from_parts(
         ids,

@@ -82,11 +82,17 @@ impl RankSums {
         // block or a candidate list share it.
         let (x, y) = if m.two_valued(j) { (i, j) } else { (j, i) };
         self.score(m, x);
-        let (lower, higher) = split(m, y);
         let scores = &self.scores;
         let sum = |samples: &[u32]| -> i64 {
             samples.iter().map(|&a| i64::from(scores[a as usize])).sum()
         };
+        if let Some(gene) = m.sparse_gene(y).filter(|g| g.zeros > 0) {
+            // A sparse gene with zeros: its listed samples are one group,
+            // above the zeros when positive.
+            let listed = sum(gene.cells);
+            return Some(if gene.negatives == 0 { listed } else { -listed });
+        }
+        let (lower, higher) = split(m, y);
         Some(if higher.len() <= lower.len() {
             sum(higher)
         } else {
@@ -101,6 +107,20 @@ impl RankSums {
         }
         let n = m.samples();
         self.scores.resize(n, 0);
+        self.scored = Some(x);
+        if let Some(gene) = m.sparse_gene(x) {
+            // `start` values below a group, `n − end` above; the zeros'
+            // score first, for every sample not listed.
+            let zero = (2 * gene.negatives + gene.zeros) as i64 - n as i64;
+            self.scores.fill(zero as i32);
+            gene.for_each_run(|_, range, cells| {
+                let score = (range.start + range.end) as i64 - n as i64;
+                for &a in cells.unwrap_or(&[]) {
+                    self.scores[a as usize] = score as i32;
+                }
+            });
+            return;
+        }
         let (order, ranks) = (m.order(x), m.ranks(x));
         let mut start = 0usize;
         while start < n {
@@ -122,8 +142,13 @@ impl RankSums {
 }
 
 /// The samples of a complete two-valued gene `y` at its lower and at its
-/// higher value, each in sample order.
+/// higher value, each in sample order (a sparse gene without zeros lists
+/// all its samples).
 fn split(m: &RankedMatrix, y: usize) -> (&[u32], &[u32]) {
+    if let Some(gene) = m.sparse_gene(y) {
+        let k = gene.ranks.partition_point(|&r| r == 0);
+        return gene.cells.split_at(k);
+    }
     let (order, ranks) = (m.order(y), m.ranks(y));
     // The order is sorted by rank (0, then 1), ties in sample order.
     let k = order.partition_point(|&a| ranks[a as usize] == 0);

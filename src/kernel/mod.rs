@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use datafusion::error::{DataFusionError, Result};
 
-use crate::input::RankedMatrix;
+use crate::input::{DensePair, RankedMatrix};
 use bitset::{BitPlanes, Bitset};
 use isa::Isa;
 
@@ -192,6 +192,9 @@ pub struct PairKernel {
     /// Rank sums for pairs with a two-valued gene, when `auto` was asked
     /// for ([`PairKernel::with_rank_sums`]).
     rank_sums: Option<binary::RankSums>,
+    /// A sparse matrix's pair, expanded for the kernels that read dense
+    /// ranks.
+    pair: DensePair,
 }
 
 /// Each kernel with the state it needs.
@@ -213,6 +216,8 @@ enum KernelState {
         /// Per gene, its largest tie group and dominance table, computed
         /// when the gene is first met (`None` before).
         shapes: Vec<Option<zero::ZeroShape>>,
+        /// A sparse matrix's first gene of a pair, expanded.
+        row: zero::SparseRow,
         /// VSE, for pairs touching a gene with missing values.
         fallback: Box<PairKernel>,
     },
@@ -245,12 +250,14 @@ impl PairKernel {
             KernelKind::Zero => KernelState::Zero {
                 zero: zero::Zero::default(),
                 shapes: Vec::new(),
+                row: zero::SparseRow::default(),
                 fallback: Box::new(PairKernel::new(KernelKind::Vse, samples, isa, None)?),
             },
         };
         Ok(Self {
             state,
             rank_sums: None,
+            pair: DensePair::default(),
         })
     }
 
@@ -289,6 +296,9 @@ impl PairKernel {
 
     /// [`PairKernel::numerator`] by this kernel's own path.
     fn kernel_numerator(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
+        if m.is_sparse() {
+            return self.sparse_numerator(m, i, j);
+        }
         let gaps = m.has_gaps(i) || m.has_gaps(j);
         match &mut self.state {
             KernelState::Bitset(b) => b.numerator(m, i, j),
@@ -297,6 +307,7 @@ impl PairKernel {
                 zero,
                 shapes,
                 fallback,
+                ..
             } => {
                 if shapes.len() < m.genes() {
                     shapes.resize(m.genes(), None);
@@ -357,6 +368,41 @@ impl PairKernel {
         }
     }
 
+    /// [`PairKernel::kernel_numerator`] of a sparse matrix (no missing
+    /// values): the zero-inflated kernel reads the sparse genes; the others
+    /// read the pair expanded ([`DensePair`]). The bit-plane kernel runs on
+    /// dense matrices only (its planes are dense); given a sparse one all
+    /// the same, it counts the expanded pair naively, never wrongly.
+    fn sparse_numerator(&mut self, m: &RankedMatrix, i: usize, j: usize) -> i64 {
+        if let KernelState::Zero {
+            zero, shapes, row, ..
+        } = &mut self.state
+        {
+            if shapes.len() < m.genes() {
+                shapes.resize(m.genes(), None);
+            }
+            for g in [i, j] {
+                if shapes[g].is_none() {
+                    shapes[g] = m.sparse_gene(g).map(|gene| zero::ZeroShape::of_sparse(&gene));
+                }
+            }
+            if let (Some(si), Some(sj)) = (&shapes[i], &shapes[j]) {
+                return zero.numerator_sparse(m, row, (i, si), (j, sj));
+            }
+        }
+        let mut pair = std::mem::take(&mut self.pair);
+        let dense = pair.load(m, i, j);
+        let s = if matches!(self.state, KernelState::Bitset(_)) {
+            naive::numerator(dense.ranks(0), dense.ranks(1))
+        } else if let KernelState::Zero { fallback, .. } = &mut self.state {
+            fallback.kernel_numerator(dense, 0, 1)
+        } else {
+            self.kernel_numerator(dense, 0, 1)
+        };
+        self.pair = pair;
+        s
+    }
+
     /// Numerators of every pair `i` in `rows`, `j` in `cols` with `j > i`,
     /// appended to `out` (in an order of the kernel's choosing).
     pub fn block(
@@ -400,7 +446,7 @@ impl PairKernel {
         cols: Range<usize>,
         out: &mut Vec<PairNumerator>,
     ) {
-        if let KernelState::Bitset(b) = &self.state {
+        if let (KernelState::Bitset(b), false) = (&self.state, m.is_sparse()) {
             return b.block(m, rows, cols, out);
         }
         each_pair(rows, cols, out, |i, j| self.kernel_numerator(m, i, j));

@@ -62,7 +62,7 @@ use std::ops::Range;
 
 use super::KernelKind;
 use super::gse::count_inversions;
-use crate::input::RankedMatrix;
+use crate::input::{RankedMatrix, SparseGene};
 
 /// Where `auto` trades VSE for the zero-inflated kernel: at most this mean
 /// share of samples outside each gene's largest tie group. Measured with
@@ -111,9 +111,7 @@ pub fn prefer(kernel: KernelKind, m: &RankedMatrix) -> KernelKind {
     if !may_prefer(kernel, n) || m.any_gaps() || m.genes() == 0 || n == 0 {
         return kernel;
     }
-    let outside: usize = (0..m.genes())
-        .map(|g| n - ZeroShape::largest_run(m.ranks(g), m.order(g)).len())
-        .sum();
+    let outside: usize = (0..m.genes()).map(|g| n - m.largest_group(g)).sum();
     let share = outside as f64 / (m.genes() as f64 * n as f64);
     let limit = match kernel {
         KernelKind::Bitset => bitset_max_outside(n),
@@ -197,6 +195,49 @@ impl ZeroShape {
     }
 }
 
+impl ZeroShape {
+    /// The shape of a sparse gene, without the bitmap (`outside` is
+    /// empty): its group is the zeros when it has any (whatever the
+    /// largest: the derivation holds for any group), else its first largest
+    /// group.
+    pub fn of_sparse(gene: &SparseGene<'_>) -> Self {
+        let n = gene.samples();
+        let mut run = 0..0;
+        let mut z = 0;
+        let mut dominance = Vec::new();
+        gene.for_each_run(|rank, range, cells| {
+            debug_assert_eq!(dominance.len(), rank as usize);
+            dominance.push((range.start + range.end) as i32 - n as i32);
+            let chosen = if gene.zeros > 0 {
+                cells.is_none()
+            } else {
+                range.len() > run.len()
+            };
+            if chosen {
+                (run, z) = (range, rank);
+            }
+        });
+        let sigma = (n - run.end) as i64 - run.start as i64;
+        ZeroShape {
+            run,
+            dominance,
+            outside: Vec::new(),
+            z,
+            sigma,
+        }
+    }
+}
+
+/// The first gene of the pairs of a sparse matrix, expanded for
+/// [`Zero::numerator_sparse`]: its ranks at its samples outside its group
+/// and a bitmap of those samples.
+#[derive(Debug, Default)]
+pub struct SparseRow {
+    gene: Option<usize>,
+    ranks: Vec<u32>,
+    outside: Vec<u64>,
+}
+
 /// One gene as the zero-inflated numerator reads it.
 #[derive(Debug, Clone)]
 pub struct ZeroGene<'a> {
@@ -232,7 +273,6 @@ impl Zero {
         if u.ranks.is_empty() {
             return 0;
         }
-        let (zu, zv) = (su.z, sv.z);
         // N_O: the samples outside both largest groups, as (v, u) ranks.
         // Keys `v << 32 | u`: sorted, they order N_O by (v, u).
         self.keys.clear();
@@ -245,10 +285,57 @@ impl Zero {
                 bits &= bits - 1;
             }
         }
+        self.finish(u.ranks.len(), su, sv)
+    }
+
+    /// `S` of genes `i` and `j` of a sparse matrix, whose shapes are `su`
+    /// and `sv` ([`ZeroShape::of_sparse`]), in O(k_i + k_j + k log k) for
+    /// `k_i`, `k_j` samples outside their groups; `row` keeps gene `i`
+    /// expanded while the next pair has it.
+    pub fn numerator_sparse(
+        &mut self,
+        m: &RankedMatrix,
+        row: &mut SparseRow,
+        (i, su): (usize, &ZeroShape),
+        (j, sv): (usize, &ZeroShape),
+    ) -> i64 {
+        let n = m.samples();
+        let (Some(u), Some(v)) = (m.sparse_gene(i), m.sparse_gene(j)) else {
+            return 0;
+        };
+        if row.gene != Some(i) {
+            row.ranks.resize(n, 0);
+            row.outside.clear();
+            row.outside.resize(n.div_ceil(64), 0);
+            // Outside the group: the listed samples of another rank (the
+            // zeros, when there are any, are the group).
+            for (&a, &r) in u.cells.iter().zip(u.ranks) {
+                if r != su.z {
+                    row.ranks[a as usize] = r;
+                    row.outside[a as usize / 64] |= 1 << (a % 64);
+                }
+            }
+            row.gene = Some(i);
+        }
+        self.keys.clear();
+        for (&a, &vr) in v.cells.iter().zip(v.ranks) {
+            if vr != sv.z && row.outside[a as usize / 64] >> (a % 64) & 1 == 1 {
+                self.keys
+                    .push(u64::from(vr) << 32 | u64::from(row.ranks[a as usize]));
+            }
+        }
+        self.finish(n, su, sv)
+    }
+
+    /// `S` from the samples outside both genes' groups, in `keys` as
+    /// `v << 32 | u` ranks (see the module docs), for genes of `n` samples
+    /// with shapes `su` and `sv`.
+    fn finish(&mut self, n: usize, su: &ZeroShape, sv: &ZeroShape) -> i64 {
+        let (zu, zv) = (su.z, sv.z);
         let k = self.keys.len();
         let (key_v, key_u) = (|x: u64| (x >> 32) as u32, |x: u64| x as u32);
         // |N_Z|: samples outside u's largest group inside v's.
-        let n_z = (u.ranks.len() - su.run.len() - k) as i64;
+        let n_z = (n - su.run.len() - k) as i64;
         let z_u = su.run.len() as i64;
         let sgn = |x: u32, z: u32| i64::from(x > z) - i64::from(x < z);
         // Terms that need each sample of N_O alone.
@@ -307,8 +394,8 @@ impl Zero {
         let discordant = count_inversions(&mut self.seq, &mut self.tmp) as i64;
         // Sorted now: the pairs of N_O tied in u, and G(a) = Σ_{b ∈ N_O} sgn(u_a − u_b).
         let sorted = &self.seq;
-        if self.by_rank.len() < u.shape.dominance.len() {
-            self.by_rank.resize(u.shape.dominance.len(), 0);
+        if self.by_rank.len() < su.dominance.len() {
+            self.by_rank.resize(su.dominance.len(), 0);
         }
         let mut tied_u = 0i64;
         let mut start = 0;

@@ -9,6 +9,7 @@ use datafusion::error::Result;
 
 use super::Absent;
 use super::grow;
+use crate::input::sparse::{RepeatedSample, SPARSE_MAX_DENSITY, SparseValues};
 use crate::input::values::{Exact, NumericColumn, ValueBuffer};
 use crate::input::{
     Columns, ExpressionMatrix, ID_OVERHEAD, InputBatches, InputSpec, MissingValues, column_as,
@@ -247,6 +248,35 @@ pub(in crate::input) fn load_long(
             cells.len(),
             m as u128 * n as u128
         )));
+    }
+    // Absent rows are zeros and most values are: kept sparse, with nothing
+    // of size genes × samples allocated (`input::sparse`).
+    let nonzero = read
+        .iter()
+        .filter(|x| x.value != 0.0 || x.residual != 0)
+        .count();
+    let no_missing = read.iter().all(|x| !x.value.is_nan());
+    if absent == Absent::Zero
+        && no_missing
+        && nonzero as f64 <= SPARSE_MAX_DENSITY * m as f64 * n as f64
+    {
+        let mut reservation = values.reservation;
+        let sparse = match SparseValues::from_triples(m, &cells, &read, &mut reservation)? {
+            Ok(sparse) => sparse,
+            Err(RepeatedSample { gene: g }) => {
+                let problem = gene_problem(&cells, g, &genes, &samples, what);
+                return Err(data_error(format!(
+                    "{problem}; with layout 'long' a gene has at most one row per sample"
+                )));
+            }
+        };
+        drop((cells, read));
+        return Ok(ExpressionMatrix::from_sparse(
+            StringArray::from_iter_values(&genes.names),
+            samples.names,
+            sparse,
+            reservation,
+        ));
     }
     let matrix_cells = m.checked_mul(n).ok_or_else(|| {
         data_error(format!(

@@ -10,6 +10,9 @@ use rayon::prelude::*;
 use crate::kernel::{GeneTies, pair_count};
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 
+mod sparse;
+pub use sparse::{DensePair, SparseGene};
+
 /// Rank of a missing value: above every real rank, never equal to one.
 pub const MISSING_RANK: u32 = u32::MAX;
 
@@ -42,6 +45,9 @@ pub struct RankedMatrix {
     mask_words: usize,
     /// Some gene is [`RankedMatrix::two_valued`].
     any_two_valued: bool,
+    /// The ranks of a sparse matrix (`ranks` and `order` are then empty):
+    /// see [`RankedMatrix::try_build_sparse`].
+    sparse: Option<sparse::SparseRanks>,
 }
 
 /// Tie terms of one gene in the variance of Kendall's S (Kendall 1970, as
@@ -150,6 +156,7 @@ impl RankedMatrix {
             + self.groups.capacity() * size_of::<(u32, u32)>()
             + self.group_start.capacity() * size_of::<usize>()
             + self.valid.capacity() * size_of::<u64>()
+            + self.sparse.as_ref().map_or(0, |s| s.heap_bytes())
     }
 
     /// [`RankedMatrix::from_exact`] with its memory reserved in
@@ -229,6 +236,7 @@ impl RankedMatrix {
             .any(|(s, _)| s.ties.distinct == 2 && s.present as usize == samples);
         let matrix = Self {
             any_two_valued,
+            sparse: None,
             genes,
             samples,
             ranks,
@@ -259,9 +267,13 @@ impl RankedMatrix {
         pair_count(self.samples)
     }
 
-    /// Dense ranks of gene `g` ([`MISSING_RANK`] where a value is missing).
+    /// Dense ranks of gene `g` ([`MISSING_RANK`] where a value is missing),
+    /// of a dense matrix (a sparse one's genes are read through
+    /// [`RankedMatrix::sparse_gene`], [`RankedMatrix::fill_dense`] or a
+    /// [`DensePair`]).
     #[inline]
     pub fn ranks(&self, g: usize) -> &[u32] {
+        debug_assert!(self.sparse.is_none(), "dense ranks of a sparse matrix");
         &self.ranks[g * self.samples..(g + 1) * self.samples]
     }
 
@@ -269,6 +281,7 @@ impl RankedMatrix {
     /// order, then missing ones.
     #[inline]
     pub fn order(&self, g: usize) -> &[u32] {
+        debug_assert!(self.sparse.is_none(), "sample order of a sparse matrix");
         &self.order[g * self.samples..(g + 1) * self.samples]
     }
 
@@ -441,6 +454,17 @@ impl RankedMatrix {
         self.groups(g)
             .iter()
             .map(move |&(start, len)| &order[start as usize..(start + len) as usize])
+    }
+
+    /// The size of gene `g`'s largest group of equal values (1 when all
+    /// differ, 0 without values).
+    pub fn largest_group(&self, g: usize) -> usize {
+        let single = usize::from(self.present(g) > 0);
+        self.groups(g)
+            .iter()
+            .map(|&(_, len)| len as usize)
+            .max()
+            .unwrap_or(single)
     }
 
     /// Gene `g`'s groups of two or more equal values, as (start, length)

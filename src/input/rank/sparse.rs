@@ -1,0 +1,481 @@
+//! Ranks of a sparse matrix: per gene, its non-zero samples with their
+//! dense ranks, the zeros one implicit group.
+//!
+//! A gene's sample order (ascending rank, ties in sample order) is its
+//! negative values, then its zeros, then its positive values, so only the
+//! non-zero samples are stored, in that order, with their ranks; the zero
+//! group's samples are the others and its rank is the one between. Tie
+//! statistics and groups of equal values are those of the dense form (the
+//! zero group included), so every pair statistic reads the same. Memory is
+//! 8 bytes per non-zero value, against 8 per value dense.
+//!
+//! Kernels read a sparse gene directly where they can ([`SparseGene`]: the
+//! rank sums of two-valued genes, the zero-inflated kernel) and otherwise
+//! through a [`DensePair`], the two genes of a pair expanded into scratch
+//! space (O(n) per pair, next to a kernel's O(n log n)).
+
+use std::mem::size_of;
+use std::ops::Range;
+
+use datafusion::error::Result;
+use rayon::prelude::*;
+
+use super::{GeneSummary, RankedMatrix, tally};
+use crate::input::sparse::SparseValues;
+use crate::memory::{Reservation, try_filled, try_with_capacity};
+
+/// The sparse ranks of every gene.
+#[derive(Debug, Clone, Default)]
+pub(super) struct SparseRanks {
+    /// Gene `g`'s non-zero samples are `start[g]..start[g + 1]`.
+    start: Vec<usize>,
+    /// Per gene, its non-zero samples in ascending (rank, sample) order.
+    cells: Vec<u32>,
+    /// Their dense ranks.
+    ranks: Vec<u32>,
+    /// Per gene: its negative values, and the zero group's rank.
+    zero: Vec<(u32, u32)>,
+}
+
+impl SparseRanks {
+    /// Heap bytes held.
+    pub(super) fn heap_bytes(&self) -> usize {
+        self.start.capacity() * size_of::<usize>()
+            + (self.cells.capacity() + self.ranks.capacity()) * size_of::<u32>()
+            + self.zero.capacity() * size_of::<(u32, u32)>()
+    }
+}
+
+/// One gene of a sparse matrix.
+#[derive(Debug, Clone, Copy)]
+pub struct SparseGene<'a> {
+    /// Its non-zero samples, in ascending (rank, sample) order.
+    pub cells: &'a [u32],
+    /// Their dense ranks.
+    pub ranks: &'a [u32],
+    /// How many of them are negative (they come first).
+    pub negatives: usize,
+    /// Samples at zero.
+    pub zeros: usize,
+    /// The rank of the zero group (when `zeros > 0`).
+    pub zero_rank: u32,
+}
+
+impl SparseGene<'_> {
+    /// Samples in all.
+    pub fn samples(&self) -> usize {
+        self.cells.len() + self.zeros
+    }
+
+    /// Calls `run(rank, start..end, cells)` for each group of equal values
+    /// in ascending order, `start..end` its positions in the gene's sample
+    /// order and `cells` its samples (`None` for the zero group, whose
+    /// samples are those not listed).
+    pub fn for_each_run(&self, mut run: impl FnMut(u32, Range<usize>, Option<&[u32]>)) {
+        let (k, neg, zeros) = (self.cells.len(), self.negatives, self.zeros);
+        let position = |q: usize| if q < neg { q } else { q + zeros };
+        let mut q = 0;
+        while q <= k {
+            if q == neg && zeros > 0 {
+                run(self.zero_rank, neg..neg + zeros, None);
+            }
+            if q == k {
+                break;
+            }
+            let rank = self.ranks[q];
+            let mut end = q + 1;
+            while end < k && self.ranks[end] == rank && end != neg {
+                end += 1;
+            }
+            run(
+                rank,
+                position(q)..position(q) + (end - q),
+                Some(&self.cells[q..end]),
+            );
+            q = end;
+        }
+    }
+}
+
+impl RankedMatrix {
+    /// Ranks a sparse matrix of `samples` samples: only its non-zero values
+    /// are stored (see the module docs), reserved in `reservation` before
+    /// they are allocated; on return the reservation holds
+    /// [`RankedMatrix::heap_bytes`].
+    pub fn try_build_sparse(
+        samples: usize,
+        values: &SparseValues,
+        reservation: &mut Reservation,
+    ) -> Result<Self> {
+        assert!(samples < u32::MAX as usize, "fewer than u32::MAX samples");
+        let genes = values.genes();
+        let entries = values.len();
+        let per_gene = size_of::<GeneSummary>() + 2 * size_of::<usize>() + 8;
+        reservation.try_grow(
+            entries
+                .saturating_mul(2 * size_of::<u32>())
+                .saturating_add(genes.saturating_mul(per_gene)),
+        )?;
+        let mut cells = try_filled(entries, 0u32, "ranks of non-zero values")?;
+        let mut ranks = try_filled(entries, 0u32, "ranks of non-zero values")?;
+        let ranges: Vec<Range<usize>> = (0..genes).map(|g| values.entries(g)).collect();
+        let parts = split_mut(&mut cells, &ranges)
+            .into_iter()
+            .zip(split_mut(&mut ranks, &ranges))
+            .zip(ranges.iter().cloned());
+        let ranked: Vec<(GeneSummary, (u32, u32), Vec<(u32, u32)>)> = parts
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|((c, r), range)| rank_sparse_gene(values, range, samples, c, r))
+            .collect();
+        let group_count: usize = ranked.iter().map(|(_, _, g)| g.len()).sum();
+        reservation.try_grow(2 * group_count * size_of::<(u32, u32)>())?;
+        let mut group_start = Vec::with_capacity(genes + 1);
+        group_start.push(0);
+        for (_, _, groups) in &ranked {
+            group_start.push(group_start.last().unwrap_or(&0) + groups.len());
+        }
+        let mut groups = try_with_capacity(group_count, "groups of tied values")?;
+        groups.extend(ranked.iter().flat_map(|(_, _, g)| g.iter().copied()));
+        let summaries: Vec<GeneSummary> = ranked.iter().map(|(s, _, _)| *s).collect();
+        let any_two_valued = summaries.iter().any(|s| s.ties.distinct == 2);
+        let matrix = Self {
+            genes,
+            samples,
+            ranks: Vec::new(),
+            order: Vec::new(),
+            summaries,
+            groups,
+            group_start,
+            valid: Vec::new(),
+            mask_words: samples.div_ceil(64),
+            any_two_valued,
+            sparse: Some(SparseRanks {
+                start: values.start.clone(),
+                cells,
+                ranks,
+                zero: ranked.iter().map(|(_, z, _)| *z).collect(),
+            }),
+        };
+        drop(ranked);
+        reservation.shrink_to(matrix.heap_bytes());
+        Ok(matrix)
+    }
+
+    /// Whether the matrix holds sparse ranks (read its genes through
+    /// [`RankedMatrix::sparse_gene`]).
+    #[inline]
+    pub fn is_sparse(&self) -> bool {
+        self.sparse.is_some()
+    }
+
+    /// Gene `g` of a sparse matrix; `None` for a dense one.
+    #[inline]
+    pub fn sparse_gene(&self, g: usize) -> Option<SparseGene<'_>> {
+        let s = self.sparse.as_ref()?;
+        let range = s.start[g]..s.start[g + 1];
+        let (negatives, zero_rank) = s.zero[g];
+        Some(SparseGene {
+            zeros: self.samples - range.len(),
+            cells: &s.cells[range.clone()],
+            ranks: &s.ranks[range],
+            negatives: negatives as usize,
+            zero_rank,
+        })
+    }
+
+    /// Gene `g`'s dense ranks and sample order, as
+    /// [`RankedMatrix::ranks`] and [`RankedMatrix::order`] give them, written
+    /// to `ranks` and `order` (`samples` long each), from either form.
+    pub fn fill_dense(&self, g: usize, ranks: &mut [u32], order: &mut [u32]) {
+        let Some(gene) = self.sparse_gene(g) else {
+            ranks.copy_from_slice(self.ranks(g));
+            order.copy_from_slice(self.order(g));
+            return;
+        };
+        ranks.fill(gene.zero_rank);
+        for (&a, &r) in gene.cells.iter().zip(gene.ranks) {
+            ranks[a as usize] = r;
+        }
+        let neg = gene.negatives;
+        order[..neg].copy_from_slice(&gene.cells[..neg]);
+        let mut p = neg;
+        if gene.zeros > 0 {
+            // Only zeros hold the zero group's rank.
+            for (a, &r) in ranks.iter().enumerate() {
+                if r == gene.zero_rank {
+                    order[p] = a as u32;
+                    p += 1;
+                }
+            }
+        }
+        order[p..].copy_from_slice(&gene.cells[neg..]);
+    }
+
+    /// The matrix with dense ranks (what the bit-plane kernel builds its
+    /// planes from), reserved in `reservation` first; a dense matrix as it is.
+    pub fn try_into_dense(self, reservation: &mut Reservation) -> Result<Self> {
+        if !self.is_sparse() {
+            return Ok(self);
+        }
+        let (genes, n) = (self.genes, self.samples);
+        reservation.try_grow(genes.saturating_mul(n).saturating_mul(2 * size_of::<u32>()))?;
+        let mut ranks = try_filled(genes * n, 0u32, "ranks")?;
+        let mut order = try_filled(genes * n, 0u32, "sample orders")?;
+        if n > 0 {
+            ranks
+                .par_chunks_mut(n)
+                .zip(order.par_chunks_mut(n))
+                .enumerate()
+                .for_each(|(g, (r, o))| self.fill_dense(g, r, o));
+        }
+        let dense = Self {
+            ranks,
+            order,
+            sparse: None,
+            ..self
+        };
+        reservation.shrink_to(dense.heap_bytes());
+        Ok(dense)
+    }
+}
+
+/// `data` cut into one mutable slice per range (consecutive ranges covering
+/// it from the start).
+fn split_mut<'a, T>(mut data: &'a mut [T], ranges: &[Range<usize>]) -> Vec<&'a mut [T]> {
+    let mut parts = Vec::with_capacity(ranges.len());
+    for range in ranges {
+        let (part, rest) = std::mem::take(&mut data).split_at_mut(range.len());
+        parts.push(part);
+        data = rest;
+    }
+    parts
+}
+
+/// Ranks gene `range` of `values` (`samples` samples): writes its non-zero
+/// samples in ascending (value, sample) order to `cells` and their dense
+/// ranks to `ranks`; returns its statistics, (negatives, zero rank) and
+/// groups of tied values (positions in the full sample order).
+fn rank_sparse_gene(
+    values: &SparseValues,
+    range: Range<usize>,
+    samples: usize,
+    cells: &mut [u32],
+    ranks: &mut [u32],
+) -> (GeneSummary, (u32, u32), Vec<(u32, u32)>) {
+    let base = range.start;
+    let k = range.len();
+    let zeros = samples - k;
+    // Entries are in sample order: a stable sort by value keeps ties so.
+    let mut sorted: Vec<u32> = (0..k as u32).collect();
+    let key = |q: u32| values.values[base + q as usize] + 0.0;
+    let residual = |q: u32| values.residuals.get(base + q as usize).copied().unwrap_or(0);
+    let cmp = |a: u32, b: u32| {
+        key(a)
+            .total_cmp(&key(b))
+            .then_with(|| residual(a).cmp(&residual(b)))
+    };
+    sorted.sort_by(|&a, &b| cmp(a, b));
+    let negatives = sorted.iter().filter(|&&q| key(q) < 0.0).count();
+    let mut groups = Vec::new();
+    let mut rank = 0u32;
+    let mut zero_rank = 0u32;
+    let mut start = 0usize;
+    // Position of sorted entry q in the gene's sample order.
+    let position = |q: usize| if q < negatives { q } else { q + zeros };
+    let close = |start: usize, end: usize, groups: &mut Vec<(u32, u32)>| {
+        if end - start > 1 {
+            groups.push((position(start) as u32, (end - start) as u32));
+        }
+    };
+    for q in 0..k {
+        let new_run = q > 0 && (q == negatives || cmp(sorted[q], sorted[q - 1]).is_ne());
+        if q == negatives && zeros > 0 {
+            // The zero group sits between negatives and positives.
+            if q > 0 {
+                close(start, q, &mut groups);
+                rank += 1;
+            }
+            zero_rank = rank;
+            if zeros > 1 {
+                groups.push((negatives as u32, zeros as u32));
+            }
+            rank += 1;
+            start = q;
+        } else if new_run {
+            close(start, q, &mut groups);
+            rank += 1;
+            start = q;
+        }
+        cells[q] = values.cells[base + sorted[q] as usize];
+        ranks[q] = rank;
+    }
+    if k > 0 {
+        close(start, k, &mut groups);
+    }
+    if negatives == k && zeros > 0 {
+        zero_rank = if k > 0 { rank + 1 } else { 0 };
+        if zeros > 1 {
+            groups.push((negatives as u32, zeros as u32));
+        }
+    }
+    let (ties, variance) = tally(samples, groups.iter().map(|&(_, len)| u64::from(len)));
+    let summary = GeneSummary {
+        ties,
+        variance,
+        present: samples as u32,
+    };
+    (summary, (negatives as u32, zero_rank), groups)
+}
+
+/// Two genes of a matrix as a dense two-gene matrix (genes 0 and 1), for
+/// the kernels that read dense ranks: a sparse matrix's pairs are expanded
+/// here, O(n) per gene, the first gene kept while the next pair has it.
+#[derive(Debug, Default)]
+pub struct DensePair {
+    matrix: Option<RankedMatrix>,
+    held: [Option<usize>; 2],
+}
+
+impl DensePair {
+    /// Genes `i` and `j` of `m` (a sparse matrix) as genes 0 and 1.
+    pub fn load(&mut self, m: &RankedMatrix, i: usize, j: usize) -> &RankedMatrix {
+        let n = m.samples;
+        let pair = self.matrix.get_or_insert_with(|| RankedMatrix {
+            genes: 2,
+            samples: n,
+            ranks: vec![0; 2 * n],
+            order: vec![0; 2 * n],
+            summaries: vec![GeneSummary::default(); 2],
+            groups: Vec::new(),
+            group_start: vec![0; 3],
+            valid: Vec::new(),
+            mask_words: n.div_ceil(64),
+            any_two_valued: false,
+            sparse: None,
+        });
+        if pair.samples != n {
+            pair.samples = n;
+            pair.mask_words = n.div_ceil(64);
+            pair.ranks = vec![0; 2 * n];
+            pair.order = vec![0; 2 * n];
+            self.held = [None, None];
+        }
+        for (slot, g) in [i, j].into_iter().enumerate() {
+            if self.held[slot] != Some(g) {
+                let (r, o) = (
+                    &mut pair.ranks[slot * n..(slot + 1) * n],
+                    &mut pair.order[slot * n..(slot + 1) * n],
+                );
+                m.fill_dense(g, r, o);
+                pair.summaries[slot] = m.summaries[g];
+                self.held[slot] = Some(g);
+            }
+        }
+        pair.groups.clear();
+        pair.groups.extend_from_slice(m.groups(i));
+        pair.groups.extend_from_slice(m.groups(j));
+        pair.group_start = vec![0, m.groups(i).len(), pair.groups.len()];
+        pair.any_two_valued = m.two_valued(i) || m.two_valued(j);
+        pair
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::QueryMemory;
+
+    /// A sparse matrix and the dense one of the same values.
+    fn both(genes: usize, n: usize, values: &[f64]) -> (RankedMatrix, RankedMatrix) {
+        let mut sparse = SparseValues {
+            start: vec![0],
+            ..SparseValues::default()
+        };
+        for g in 0..genes {
+            for (a, &x) in values[g * n..(g + 1) * n].iter().enumerate() {
+                if x != 0.0 {
+                    sparse.cells.push(a as u32);
+                    sparse.values.push(x);
+                }
+            }
+            sparse.start.push(sparse.cells.len());
+        }
+        let mut r = QueryMemory::unbounded("x").reserve("r", 0).unwrap();
+        let m = RankedMatrix::try_build_sparse(n, &sparse, &mut r).unwrap();
+        assert_eq!(r.size(), m.heap_bytes());
+        (m, RankedMatrix::from_values(genes, n, values))
+    }
+
+    fn random(seed: u64, len: usize, zeros: u64, levels: u64) -> Vec<f64> {
+        let mut s = seed;
+        (0..len)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let r = s >> 33;
+                if r % 100 < zeros {
+                    0.0
+                } else {
+                    (r / 100 % levels) as f64 - (levels / 4) as f64
+                }
+            })
+            .collect()
+    }
+
+    /// Every statistic and the expanded ranks equal the dense form's.
+    #[test]
+    fn sparse_ranks_expand_to_the_dense_ones() {
+        for n in [1usize, 2, 5, 64, 300] {
+            for (zeros, levels) in [(0, 1000), (50, 3), (90, 1000), (95, 2), (100, 5), (30, 1)] {
+                let genes = 5;
+                let values = random(n as u64 * 31 + zeros, genes * n, zeros, levels);
+                let (s, d) = both(genes, n, &values);
+                let mut r = QueryMemory::unbounded("x").reserve("r", 0).unwrap();
+                let expanded = s.clone().try_into_dense(&mut r).unwrap();
+                for g in 0..genes {
+                    let what = format!("n {n}, zeros {zeros}, levels {levels}, gene {g}");
+                    assert_eq!(expanded.ranks(g), d.ranks(g), "{what}");
+                    assert_eq!(expanded.order(g), d.order(g), "{what}");
+                    assert_eq!(s.ties(g), d.ties(g), "{what}");
+                    assert_eq!(s.variance_terms(g), d.variance_terms(g), "{what}");
+                    assert_eq!(s.groups(g), d.groups(g), "{what}");
+                    assert_eq!(s.two_valued(g), d.two_valued(g), "{what}");
+                    assert_eq!(s.largest_group(g), d.largest_group(g), "{what}");
+                    // Runs: every sample once, at its rank, in order.
+                    let gene = s.sparse_gene(g).unwrap();
+                    let mut seen = vec![false; n];
+                    let mut next = 0;
+                    gene.for_each_run(|rank, range, cells| {
+                        assert_eq!(range.start, next, "{what}");
+                        next = range.end;
+                        let members: Vec<u32> = match cells {
+                            Some(c) => c.to_vec(),
+                            None => (0..n as u32)
+                                .filter(|&a| values[g * n + a as usize] == 0.0)
+                                .collect(),
+                        };
+                        assert_eq!(members.len(), range.len(), "{what}");
+                        for a in members {
+                            assert_eq!(d.ranks(g)[a as usize], rank, "{what}");
+                            assert!(!seen[a as usize]);
+                            seen[a as usize] = true;
+                        }
+                    });
+                    assert_eq!(next, n, "{what}");
+                }
+                assert_eq!(s.any_two_valued(), d.any_two_valued());
+                let mut pair = DensePair::default();
+                for (i, j) in [(0, 1), (0, 2), (3, 2), (4, 4.min(genes - 1))] {
+                    let p = pair.load(&s, i, j);
+                    assert_eq!(p.ranks(0), d.ranks(i));
+                    assert_eq!(p.ranks(1), d.ranks(j));
+                    assert_eq!(p.order(1), d.order(j));
+                    assert_eq!(p.tie_groups(1).count(), d.tie_groups(j).count());
+                    assert_eq!(p.tied_in_both(0, 1), d.tied_in_both(i, j));
+                }
+            }
+        }
+    }
+}
