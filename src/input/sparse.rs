@@ -278,7 +278,8 @@ impl SparseValues {
         self.values.extend_from_slice(&other.values);
         if !self.residuals.is_empty() {
             if other.residuals.is_empty() {
-                self.residuals.extend(std::iter::repeat_n(0, other.cells.len()));
+                self.residuals
+                    .extend(std::iter::repeat_n(0, other.cells.len()));
             } else {
                 self.residuals.extend_from_slice(&other.residuals);
             }
@@ -363,17 +364,14 @@ mod tests {
         };
         let found = Some(RepeatedSample { gene: 1 });
         assert_eq!(
-            twice(&[(1, 0), (0, 0), (1, 0)], &[exact(1.0), exact(1.0), exact(2.0)]),
+            twice(
+                &[(1, 0), (0, 0), (1, 0)],
+                &[exact(1.0), exact(1.0), exact(2.0)]
+            ),
             found
         );
-        assert_eq!(
-            twice(&[(1, 0), (1, 0)], &[exact(0.0), exact(0.0)]),
-            found
-        );
-        assert_eq!(
-            twice(&[(1, 0), (1, 0)], &[exact(3.0), exact(0.0)]),
-            found
-        );
+        assert_eq!(twice(&[(1, 0), (1, 0)], &[exact(0.0), exact(0.0)]), found);
+        assert_eq!(twice(&[(1, 0), (1, 0)], &[exact(3.0), exact(0.0)]), found);
         assert_eq!(twice(&[(1, 0), (1, 1)], &[exact(3.0), exact(0.0)]), None);
     }
 

@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 
 use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
-use datafusion::arrow::datatypes::{DataType, SchemaRef};
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::error::Result;
 
 use super::Absent;
@@ -12,8 +13,8 @@ use super::grow;
 use crate::input::sparse::{RepeatedSample, SPARSE_MAX_DENSITY, SparseValues};
 use crate::input::values::{Exact, NumericColumn, ValueBuffer};
 use crate::input::{
-    Columns, ExpressionMatrix, ID_OVERHEAD, InputBatches, InputSpec, MissingValues, column_as,
-    column_list, data_error, is_string, plan_error,
+    Columns, ExpressionMatrix, ID_OVERHEAD, InputBatches, InputSpec, MissingValues, column_list,
+    data_error, is_string, plan_error,
 };
 use crate::memory::{Reservation, try_filled};
 
@@ -55,12 +56,16 @@ pub(in crate::input) fn inspect_long(
         let dt = field.data_type();
         let ok = match role {
             "value" => dt.is_integer() || dt.is_floating(),
-            _ => is_string(dt) || dt.is_integer(),
+            _ => {
+                is_string(dt)
+                    || dt.is_integer()
+                    || matches!(dt, DataType::Dictionary(_, v) if is_string(v))
+            }
         };
         if !ok {
             let want = match role {
                 "value" => "an integer or floating-point number",
-                _ => "a string or an integer",
+                _ => "a string, an integer or a dictionary of strings",
             };
             return Err(plan_error(format!(
                 "{role} column '{column}' in {what} has type {dt}; it must be {want}"
@@ -89,7 +94,13 @@ struct IdIndex {
     names: Vec<String>,
     /// Bytes the ids take (each twice, see [`ID_OVERHEAD`]).
     bytes: usize,
+    /// Numbers of the integer ids below [`SMALL_INTEGERS`] met so far, by
+    /// value (`u32::MAX` where not met): cell and feature positions.
+    small: Vec<u32>,
 }
+
+/// Integer ids below this are numbered through [`IdIndex::small`].
+const SMALL_INTEGERS: i64 = 1 << 24;
 
 impl IdIndex {
     /// The number of `key`, given to it now if it is new.
@@ -109,34 +120,80 @@ impl IdIndex {
         Ok(k)
     }
 
-    fn len(&self) -> usize {
-        self.names.len()
-    }
-}
-
-/// The gene and sample id columns of a batch of a long input, as strings;
-/// a null id is an error naming its row (`row0` rows precede the batch).
-fn id_columns(
-    batch: &RecordBatch,
-    what: &str,
-    [gene, sample]: [&str; 2],
-    row0: usize,
-) -> Result<(StringArray, StringArray)> {
-    let genes = column_as(batch, gene, what, &DataType::Utf8)?
-        .as_string::<i32>()
-        .clone();
-    let samples = column_as(batch, sample, what, &DataType::Utf8)?
-        .as_string::<i32>()
-        .clone();
-    for (column, name) in [(&genes, gene), (&samples, sample)] {
-        if let Some(r) = (0..batch.num_rows()).find(|&r| column.is_null(r)) {
+    /// The numbers of the ids in column `name` of `batch` (`row0` rows
+    /// before it), new ones numbered in row order; a null id is an error
+    /// naming its row. Ids are strings, integers (named by their decimal
+    /// text) or dictionaries of strings; an integer or a dictionary entry
+    /// is looked up once, not once per row as text.
+    fn number_column(
+        &mut self,
+        batch: &RecordBatch,
+        name: &str,
+        [role, what]: [&str; 2],
+        row0: usize,
+    ) -> Result<Vec<u32>> {
+        let column = batch
+            .column_by_name(name)
+            .ok_or_else(|| data_error(format!("column '{name}' missing from {what}")))?;
+        let null = (column.null_count() > 0)
+            .then(|| (0..column.len()).find(|&r| column.is_null(r)))
+            .flatten();
+        if let Some(r) = null {
             return Err(data_error(format!(
                 "null in column '{name}' in row {} of {what}",
                 row0 + r + 1
             )));
         }
+        match column.data_type() {
+            DataType::Dictionary(_, value) if is_string(value) => {
+                let dictionary = column.as_any_dictionary();
+                let values = cast(dictionary.values(), &DataType::Utf8)?;
+                let values = values.as_string::<i32>();
+                let mut numbers = vec![u32::MAX; values.len()];
+                dictionary
+                    .normalized_keys()
+                    .into_iter()
+                    .map(|key| {
+                        if numbers[key] == u32::MAX {
+                            numbers[key] = self.number(values.value(key), role, what)?;
+                        }
+                        Ok(numbers[key])
+                    })
+                    .collect()
+            }
+            dt if dt.is_integer() => {
+                let ints = cast(column, &DataType::Int64)?;
+                ints.as_primitive::<Int64Type>()
+                    .values()
+                    .iter()
+                    .map(|&v| {
+                        if !(0..SMALL_INTEGERS).contains(&v) {
+                            return self.number(&v.to_string(), role, what);
+                        }
+                        let slot = v as usize;
+                        if slot >= self.small.len() {
+                            self.small.resize(slot + 1, u32::MAX);
+                        }
+                        if self.small[slot] == u32::MAX {
+                            self.small[slot] = self.number(&v.to_string(), role, what)?;
+                        }
+                        Ok(self.small[slot])
+                    })
+                    .collect()
+            }
+            _ => {
+                let text = cast(column, &DataType::Utf8)?;
+                let text = text.as_string::<i32>();
+                (0..text.len())
+                    .map(|r| self.number(text.value(r), role, what))
+                    .collect()
+            }
+        }
     }
-    Ok((genes, samples))
+
+    fn len(&self) -> usize {
+        self.names.len()
+    }
 }
 
 /// What is wrong with gene `g` of a long input, whose rows are not one per
@@ -199,23 +256,21 @@ pub(in crate::input) fn load_long(
     for batch in batches {
         let batch = batch?;
         let rows = batch.num_rows();
-        let (gene_ids, sample_ids) = id_columns(&batch, what, [gene, sample], row0)?;
+        let gene_numbers = genes.number_column(&batch, gene, ["gene", what], row0)?;
+        let sample_numbers = samples.number_column(&batch, sample, ["sample", what], row0)?;
         let column = NumericColumn::read(&batch, value, what)?;
         grow(&mut cells, rows, &mut scratch, "(gene, sample) ids as read")?;
         grow(&mut read, rows, &mut scratch, "input values as read")?;
+        rows_per_gene.resize(genes.len(), 0);
         for r in 0..rows {
-            let g = genes.number(gene_ids.value(r), "gene", what)?;
-            let s = samples.number(sample_ids.value(r), "sample", what)?;
-            if g as usize == rows_per_gene.len() {
-                rows_per_gene.push(0);
-            }
+            let (g, s) = (gene_numbers[r], sample_numbers[r]);
             rows_per_gene[g as usize] += 1;
             cells.push((g, s));
             read.push(column.value(r, spec.missing, || {
                 format!(
                     "gene '{}', sample '{}' (row {} of {what})",
-                    gene_ids.value(r),
-                    sample_ids.value(r),
+                    genes.names[g as usize],
+                    samples.names[s as usize],
                     row0 + r + 1
                 )
             })?);

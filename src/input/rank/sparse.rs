@@ -158,8 +158,36 @@ impl RankedMatrix {
             }),
         };
         drop(ranked);
-        reservation.shrink_to(matrix.heap_bytes());
+        let held = matrix.heap_bytes();
+        reservation.try_grow(held.saturating_sub(reservation.size()))?;
+        reservation.shrink_to(held);
         Ok(matrix)
+    }
+
+    /// [`RankedMatrix::from_values`] kept sparse: a genes × samples
+    /// row-major matrix of finite values (no NaN), its zeros implicit. Panics
+    /// when memory cannot be allocated.
+    pub fn sparse_from_values(genes: usize, samples: usize, values: &[f64]) -> Self {
+        assert_eq!(values.len(), genes * samples, "matrix shape");
+        let mut sparse = SparseValues {
+            start: vec![0],
+            ..SparseValues::default()
+        };
+        for row in values.chunks(samples.max(1)).take(genes) {
+            for (a, &x) in row.iter().enumerate() {
+                assert!(x.is_finite(), "finite values");
+                if x != 0.0 {
+                    sparse.cells.push(a as u32);
+                    sparse.values.push(x);
+                }
+            }
+            sparse.start.push(sparse.cells.len());
+        }
+        sparse.start.resize(genes + 1, 0);
+        let mut reservation = crate::memory::QueryMemory::unbounded("")
+            .reserve("ranks", 0)
+            .expect("an unbounded pool grants everything");
+        Self::try_build_sparse(samples, &sparse, &mut reservation).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Whether the matrix holds sparse ranks (read its genes through
@@ -269,7 +297,13 @@ fn rank_sparse_gene(
     // Entries are in sample order: a stable sort by value keeps ties so.
     let mut sorted: Vec<u32> = (0..k as u32).collect();
     let key = |q: u32| values.values[base + q as usize] + 0.0;
-    let residual = |q: u32| values.residuals.get(base + q as usize).copied().unwrap_or(0);
+    let residual = |q: u32| {
+        values
+            .residuals
+            .get(base + q as usize)
+            .copied()
+            .unwrap_or(0)
+    };
     let cmp = |a: u32, b: u32| {
         key(a)
             .total_cmp(&key(b))
