@@ -123,7 +123,7 @@ impl RankedMatrix {
             .into_iter()
             .zip(split_mut(&mut ranks, &ranges))
             .zip(ranges.iter().cloned());
-        let ranked: Vec<(GeneSummary, (u32, u32), Vec<(u32, u32)>)> = parts
+        let ranked: Vec<RankedGene> = parts
             .collect::<Vec<_>>()
             .into_par_iter()
             .map(|((c, r), range)| rank_sparse_gene(values, range, samples, c, r))
@@ -268,6 +268,10 @@ impl RankedMatrix {
     }
 }
 
+/// One sparse gene ranked: its statistics, (negatives, zero rank) and
+/// groups of tied values.
+type RankedGene = (GeneSummary, (u32, u32), Vec<(u32, u32)>);
+
 /// `data` cut into one mutable slice per range (consecutive ranges covering
 /// it from the start).
 fn split_mut<'a, T>(mut data: &'a mut [T], ranges: &[Range<usize>]) -> Vec<&'a mut [T]> {
@@ -290,7 +294,7 @@ fn rank_sparse_gene(
     samples: usize,
     cells: &mut [u32],
     ranks: &mut [u32],
-) -> (GeneSummary, (u32, u32), Vec<(u32, u32)>) {
+) -> RankedGene {
     let base = range.start;
     let k = range.len();
     let zeros = samples - k;
