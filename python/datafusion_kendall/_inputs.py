@@ -160,7 +160,9 @@ def _sparse_triples(x: Any, names: Any):
         genes = np.concatenate([genes, np.zeros(len(empty), dtype=np.int32)])
         samples = np.concatenate([samples, empty.astype(np.int64)])
         values = np.concatenate([values, np.zeros(len(empty))])
-    gene = pa.DictionaryArray.from_arrays(pa.array(genes), names).cast(pa.string())
+    # Genes as a dictionary and cells as integers: the engine numbers each
+    # id once, not once per entry as text.
+    gene = pa.DictionaryArray.from_arrays(pa.array(genes), names)
     return pa.table({"gene": gene, "sample": pa.array(samples), "value": pa.array(values)})
 
 

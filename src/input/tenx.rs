@@ -24,7 +24,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{ArrayRef, Float64Array, StringViewBuilder};
+use datafusion::arrow::array::{ArrayRef, DictionaryArray, Float64Array, StringArray, UInt32Array};
+use datafusion::arrow::datatypes::UInt32Type;
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
@@ -278,8 +279,9 @@ const SHRINK_ENTRIES: usize = 1 << 20;
 struct Triples {
     /// Sorted by gene, then cell, last first: the next batch is at the end.
     entries: Vec<(u32, u32, f64)>,
-    genes: Vec<String>,
-    cells: Vec<String>,
+    /// Gene and cell ids: the dictionaries of every batch's id columns.
+    genes: ArrayRef,
+    cells: ArrayRef,
     /// The columns of the batches.
     projection: Vec<usize>,
     /// The entries' and ids' memory.
@@ -406,8 +408,8 @@ fn read_entries(
     entries.reverse();
     Ok(Triples {
         entries,
-        genes,
-        cells,
+        genes: Arc::new(StringArray::from(genes)),
+        cells: Arc::new(StringArray::from(cells)),
         projection,
         reservation,
         id_bytes,
@@ -419,15 +421,17 @@ impl Triples {
     fn batch(&mut self) -> Result<RecordBatch> {
         let len = self.entries.len();
         let chunk = &self.entries[len - len.min(BATCH_ROWS)..];
-        let strings = |ids: &[String], pick: &dyn Fn(&(u32, u32, f64)) -> u32| -> ArrayRef {
-            let mut b = StringViewBuilder::with_capacity(chunk.len()).with_deduplicate_strings();
-            for e in chunk.iter().rev() {
-                b.append_value(&ids[pick(e) as usize]);
-            }
-            Arc::new(b.finish()) as ArrayRef
+        // Ids as keys into the shared dictionaries: the long layout numbers
+        // a dictionary's ids once.
+        let ids = |ids: &ArrayRef, pick: &dyn Fn(&(u32, u32, f64)) -> u32| -> Result<ArrayRef> {
+            let keys = UInt32Array::from_iter_values(chunk.iter().rev().map(pick));
+            Ok(Arc::new(DictionaryArray::<UInt32Type>::try_new(
+                keys,
+                Arc::clone(ids),
+            )?) as ArrayRef)
         };
-        let gene = strings(&self.genes, &|e| e.0);
-        let cell = strings(&self.cells, &|e| e.1);
+        let gene = ids(&self.genes, &|e| e.0)?;
+        let cell = ids(&self.cells, &|e| e.1)?;
         let value: ArrayRef = Arc::new(Float64Array::from_iter_values(
             chunk.iter().rev().map(|e| e.2),
         ));
@@ -457,11 +461,16 @@ fn read_triples(files: &TenxFiles) -> Result<Vec<RecordBatch>> {
     read_entries(files, &QueryMemory::unbounded("x"), vec![0, 1, 2])?.collect()
 }
 
+/// The type of the id columns: keys into the genes' or the cells' ids.
+fn id_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8))
+}
+
 /// `gene`, `sample`, `value`: the long layout's default column names.
 fn schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
-        Field::new("gene", DataType::Utf8View, false),
-        Field::new("sample", DataType::Utf8View, false),
+        Field::new("gene", id_type(), false),
+        Field::new("sample", id_type(), false),
         Field::new("value", DataType::Float64, false),
     ]))
 }
@@ -626,11 +635,11 @@ mod tests {
         );
         let batches = read(&dir).unwrap();
         let b = &batches[0];
-        let strings = |c: usize| -> Vec<&str> {
-            b.column(c)
-                .as_string_view()
+        let strings = |c: usize| -> Vec<String> {
+            let text = datafusion::arrow::compute::cast(b.column(c), &DataType::Utf8).unwrap();
+            text.as_string::<i32>()
                 .iter()
-                .map(Option::unwrap)
+                .map(|s| s.unwrap().to_string())
                 .collect()
         };
         let (genes, cells) = (strings(0), strings(1));

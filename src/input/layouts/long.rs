@@ -2,8 +2,9 @@
 //! directories are read as this layout with absent entries 0.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
-use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, RecordBatch, StringArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::error::Result;
@@ -97,6 +98,10 @@ struct IdIndex {
     /// Numbers of the integer ids below [`SMALL_INTEGERS`] met so far, by
     /// value (`u32::MAX` where not met): cell and feature positions.
     small: Vec<u32>,
+    /// The last dictionary of ids met and the numbers of its entries
+    /// (`u32::MAX` where not met): batches sharing a dictionary (a 10x
+    /// directory's) number each entry once.
+    dictionary: Option<(ArrayRef, Vec<u32>)>,
 }
 
 /// Integer ids below this are numbered through [`IdIndex::small`].
@@ -147,10 +152,18 @@ impl IdIndex {
         match column.data_type() {
             DataType::Dictionary(_, value) if is_string(value) => {
                 let dictionary = column.as_any_dictionary();
+                let (mut numbers, known) = match self.dictionary.take() {
+                    Some((known, numbers)) if Arc::ptr_eq(&known, dictionary.values()) => {
+                        (numbers, known)
+                    }
+                    _ => (
+                        vec![u32::MAX; dictionary.values().len()],
+                        Arc::clone(dictionary.values()),
+                    ),
+                };
                 let values = cast(dictionary.values(), &DataType::Utf8)?;
                 let values = values.as_string::<i32>();
-                let mut numbers = vec![u32::MAX; values.len()];
-                dictionary
+                let found = dictionary
                     .normalized_keys()
                     .into_iter()
                     .map(|key| {
@@ -159,7 +172,9 @@ impl IdIndex {
                         }
                         Ok(numbers[key])
                     })
-                    .collect()
+                    .collect();
+                self.dictionary = Some((known, numbers));
+                found
             }
             dt if dt.is_integer() => {
                 let ints = cast(column, &DataType::Int64)?;
