@@ -12,10 +12,9 @@ use std::mem::size_of;
 use std::ops::Range;
 
 use datafusion::error::Result;
-use rayon::prelude::*;
 
 use super::values::Exact;
-use crate::memory::{Reservation, try_filled};
+use crate::memory::{Reservation, try_filled, try_with_capacity};
 
 /// Up to this share of non-zero values a long input with absent zeros is
 /// kept sparse; above it, dense (a dense row takes 8 bytes a value, an
@@ -93,119 +92,58 @@ impl SparseValues {
             .saturating_add(entries.saturating_mul(per_entry))
     }
 
-    /// The matrix of `genes` genes whose rows are `(gene, sample)` numbers
-    /// `cells` with values `read` (in any order, none missing): exact zeros
-    /// are dropped, each gene's entries sorted by sample. Reserved in
-    /// `reservation` before it is allocated. `Ok(Err(..))` names a gene with
-    /// two rows for one sample.
+    /// The matrix of `genes` genes × `samples` samples whose rows are
+    /// `(gene, sample)` numbers `cells` with values `values` (and
+    /// `residuals`, empty when all are 0), in any order, none missing:
+    /// exact zeros are dropped, each gene's entries come in sample order.
+    /// Reserved in `reservation` before it is allocated. `Ok(Err(..))`
+    /// names a gene with two rows for one sample.
     pub fn from_triples(
-        genes: usize,
+        (genes, samples): (usize, usize),
         cells: &[(u32, u32)],
-        read: &[Exact],
+        values: &[f64],
+        residuals: &[i16],
         reservation: &mut Reservation,
     ) -> Result<std::result::Result<Self, RepeatedSample>> {
-        let is_zero = |x: &Exact| x.value == 0.0 && x.residual == 0;
-        let mut counts = vec![0usize; genes + 1];
-        for (&(g, _), x) in cells.iter().zip(read) {
-            if !is_zero(x) {
-                counts[g as usize + 1] += 1;
-            }
-        }
-        for g in 0..genes {
-            counts[g + 1] += counts[g];
-        }
-        let entries = counts[genes];
-        let exact = read.iter().all(|x| x.residual == 0);
+        let residual = |k: usize| residuals.get(k).copied().unwrap_or(0);
+        let nonzero = |k: usize| values[k] != 0.0 || residual(k) != 0;
+        reservation.try_grow(cells.len().saturating_mul(2 * size_of::<u32>()))?;
+        let order = gather(genes, samples, cells.len(), |k| cells[k])?;
+        let entries = (0..cells.len()).filter(|&k| nonzero(k)).count();
+        let exact = residuals.iter().all(|&r| r == 0);
         reservation.try_grow(Self::bytes_for(genes, entries, exact))?;
-        let start = counts.clone();
-        let mut next = counts;
-        let mut sample = try_filled(entries, 0u32, "non-zero values")?;
-        let mut values = try_filled(entries, 0f64, "non-zero values")?;
-        let mut residuals = if exact {
-            Vec::new()
-        } else {
-            try_filled(entries, 0i16, "non-zero values")?
-        };
-        for (&(g, s), x) in cells.iter().zip(read) {
-            if is_zero(x) {
-                continue;
-            }
-            let k = next[g as usize];
-            next[g as usize] += 1;
-            sample[k] = s;
-            values[k] = x.value;
-            if !exact {
-                residuals[k] = x.residual;
-            }
-        }
         let mut matrix = SparseValues {
-            start,
-            cells: sample,
-            values,
-            residuals,
-        };
-        if let Some(gene) = matrix.sort_by_sample() {
-            return Ok(Err(RepeatedSample { gene }));
-        }
-        // An explicit zero given twice for a sample is a repeated row too.
-        if let Some(gene) = repeated_zero(genes, cells, read, &matrix) {
-            return Ok(Err(RepeatedSample { gene }));
-        }
-        Ok(Ok(matrix))
-    }
-
-    /// Sorts each gene's entries by sample (genes in parallel); the first
-    /// gene with a sample twice, if any.
-    fn sort_by_sample(&mut self) -> Option<u32> {
-        let exact = self.residuals.is_empty();
-        let ranges: Vec<Range<usize>> = (0..self.genes()).map(|g| self.entries(g)).collect();
-        let (cells, values, residuals) = (&mut self.cells, &mut self.values, &mut self.residuals);
-        // Each gene's entries as one mutable slice of each column.
-        let mut parts = Vec::with_capacity(ranges.len());
-        let (mut c, mut v, mut r) = (
-            cells.as_mut_slice(),
-            values.as_mut_slice(),
-            residuals.as_mut_slice(),
-        );
-        for range in &ranges {
-            let (c0, c1) = std::mem::take(&mut c).split_at_mut(range.len());
-            let (v0, v1) = std::mem::take(&mut v).split_at_mut(range.len());
-            let (r0, r1) = if exact {
-                (&mut [][..], &mut [][..])
+            start: Vec::with_capacity(genes + 1),
+            cells: try_with_capacity(entries, "non-zero values")?,
+            values: try_with_capacity(entries, "non-zero values")?,
+            residuals: if exact {
+                Vec::new()
             } else {
-                std::mem::take(&mut r).split_at_mut(range.len())
-            };
-            parts.push((c0, v0, r0));
-            (c, v, r) = (c1, v1, r1);
-        }
-        parts
-            .into_par_iter()
-            .enumerate()
-            .filter_map(|(g, (cells, values, residuals))| {
-                if !cells.is_sorted() {
-                    let mut idx: Vec<u32> = (0..cells.len() as u32).collect();
-                    idx.sort_unstable_by_key(|&k| cells[k as usize]);
-                    let permute = |cells: &mut [u32]| {
-                        let copy = cells.to_vec();
-                        for (slot, &k) in cells.iter_mut().zip(&idx) {
-                            *slot = copy[k as usize];
-                        }
-                    };
-                    permute(cells);
-                    let copy = values.to_vec();
-                    for (slot, &k) in values.iter_mut().zip(&idx) {
-                        *slot = copy[k as usize];
-                    }
-                    if !residuals.is_empty() {
-                        let copy = residuals.to_vec();
-                        for (slot, &k) in residuals.iter_mut().zip(&idx) {
-                            *slot = copy[k as usize];
-                        }
+                try_with_capacity(entries, "non-zero values")?
+            },
+        };
+        matrix.start.push(0);
+        for g in 0..genes {
+            let mut last = None;
+            for &k in &order.rows[order.start[g]..order.start[g + 1]] {
+                let (k, cell) = (k as usize, cells[k as usize].1);
+                if last == Some(cell) {
+                    return Ok(Err(RepeatedSample { gene: g as u32 }));
+                }
+                last = Some(cell);
+                if nonzero(k) {
+                    matrix.cells.push(cell);
+                    matrix.values.push(values[k]);
+                    if !exact {
+                        matrix.residuals.push(residual(k));
                     }
                 }
-                cells.windows(2).any(|w| w[0] == w[1]).then_some(g as u32)
-            })
-            .min()
+            }
+            matrix.start.push(matrix.cells.len());
+        }
+        drop(order);
+        reservation.shrink_to(matrix.heap_bytes());
+        Ok(Ok(matrix))
     }
 
     /// The dense genes × `samples` values (row-major) and their residuals
@@ -232,37 +170,59 @@ impl SparseValues {
 
     /// The matrix on the samples `keep` maps to (`keep[s]` = the new number
     /// of sample `s`, or `u32::MAX` to drop it), entries re-sorted by their
-    /// new numbers.
-    pub fn remap_samples(&self, keep: &[u32]) -> SparseValues {
+    /// new numbers (`keep`'s kept numbers are `0..k`).
+    pub fn remap_samples(&self, keep: &[u32]) -> Result<SparseValues> {
         let exact = self.residuals.is_empty();
         let mut out = SparseValues {
             start: Vec::with_capacity(self.start.len()),
             ..SparseValues::default()
         };
         out.start.push(0);
-        let mut gene: Vec<(u32, f64, i16)> = Vec::new();
-        for g in 0..self.genes() {
-            gene.clear();
-            for k in self.entries(g) {
-                let to = keep[self.cells[k] as usize];
-                if to != u32::MAX {
-                    let x = self.exact(k);
-                    gene.push((to, x.value, x.residual));
-                }
+        let kept: Vec<u32> = (0..self.len() as u32)
+            .filter(|&k| keep[self.cells[k as usize] as usize] != u32::MAX)
+            .collect();
+        let numbers = keep.iter().filter(|&&to| to != u32::MAX);
+        let in_order = numbers.clone().zip(numbers.skip(1)).all(|(a, b)| a < b);
+        let order = if in_order {
+            // Kept samples in their old order: each gene's entries stay sorted.
+            let mut start = Vec::with_capacity(self.start.len());
+            start.push(0);
+            let mut at = 0;
+            for g in 0..self.genes() {
+                let end = self.start[g + 1] as u32;
+                at += kept[at..].partition_point(|&k| k < end);
+                start.push(at);
             }
-            gene.sort_unstable_by_key(|e| e.0);
-            for &(cell, value, residual) in &gene {
-                out.cells.push(cell);
-                out.values.push(value);
+            Gathered { start, rows: kept }
+        } else {
+            let mut gene_of = vec![0u32; self.len()];
+            for g in 0..self.genes() {
+                gene_of[self.entries(g)].fill(g as u32);
+            }
+            let samples = keep.iter().filter(|&&to| to != u32::MAX).count();
+            let order = gather(self.genes(), samples, kept.len(), |i| {
+                let k = kept[i] as usize;
+                (gene_of[k], keep[self.cells[k] as usize])
+            })?;
+            // Rows of `gather` index `kept`.
+            Gathered {
+                rows: order.rows.iter().map(|&i| kept[i as usize]).collect(),
+                start: order.start,
+            }
+        };
+        for g in 0..self.genes() {
+            for &k in &order.rows[order.start[g]..order.start[g + 1]] {
+                let k = k as usize;
+                out.cells.push(keep[self.cells[k] as usize]);
+                out.values.push(self.values[k]);
                 if !exact {
-                    out.residuals.push(residual);
+                    out.residuals.push(self.residuals[k]);
                 }
             }
             out.start.push(out.cells.len());
         }
-        out
+        Ok(out)
     }
-
     /// Gene rows of `self` then of `other` (on the same samples).
     pub fn append(&mut self, other: &SparseValues) {
         if self.residuals.is_empty() && !other.residuals.is_empty() {
@@ -287,37 +247,50 @@ impl SparseValues {
     }
 }
 
-/// A gene with two rows for one sample among the rows whose value is an
-/// exact zero (dropped from `matrix`, so not seen by its sort): checked
-/// against the other zero rows and the kept entries.
-fn repeated_zero(
+/// Rows grouped by gene, each gene's in ascending sample order.
+struct Gathered {
+    /// Gene `g`'s rows are `rows[start[g]..start[g + 1]]`.
+    start: Vec<usize>,
+    rows: Vec<u32>,
+}
+
+/// Rows `0..len` whose (gene, sample) is `at(k)` (below `genes` and
+/// `samples`) grouped by gene and sorted by sample within a gene: two
+/// stable counting sorts, by sample then by gene, O(len + genes + samples).
+fn gather(
     genes: usize,
-    cells: &[(u32, u32)],
-    read: &[Exact],
-    matrix: &SparseValues,
-) -> Option<u32> {
-    let mut zeros: Vec<(u32, u32)> = cells
-        .iter()
-        .zip(read)
-        .filter(|(_, x)| x.value == 0.0 && x.residual == 0)
-        .map(|(&c, _)| c)
-        .collect();
-    if zeros.is_empty() {
-        return None;
+    samples: usize,
+    len: usize,
+    at: impl Fn(usize) -> (u32, u32),
+) -> Result<Gathered> {
+    let mut next = vec![0usize; samples + 1];
+    for k in 0..len {
+        next[at(k).1 as usize + 1] += 1;
     }
-    zeros.sort_unstable();
-    if let Some(w) = zeros.windows(2).find(|w| w[0] == w[1]) {
-        return Some(w[0].0);
+    for s in 0..samples {
+        next[s + 1] += next[s];
     }
-    zeros
-        .iter()
-        .find(|&&(g, s)| {
-            (g as usize) < genes
-                && matrix.cells[matrix.entries(g as usize)]
-                    .binary_search(&s)
-                    .is_ok()
-        })
-        .map(|&(g, _)| g)
+    let mut by_sample = try_filled(len, 0u32, "rows in sample order")?;
+    for k in 0..len {
+        let s = at(k).1 as usize;
+        by_sample[next[s]] = k as u32;
+        next[s] += 1;
+    }
+    let mut start = vec![0usize; genes + 1];
+    for k in 0..len {
+        start[at(k).0 as usize + 1] += 1;
+    }
+    for g in 0..genes {
+        start[g + 1] += start[g];
+    }
+    let mut next = start.clone();
+    let mut rows = try_filled(len, 0u32, "rows in gene order")?;
+    for &k in &by_sample {
+        let g = at(k as usize).0 as usize;
+        rows[next[g]] = k;
+        next[g] += 1;
+    }
+    Ok(Gathered { start, rows })
 }
 
 #[cfg(test)]
@@ -325,19 +298,12 @@ mod tests {
     use super::*;
     use crate::memory::QueryMemory;
 
-    fn exact(v: f64) -> Exact {
-        Exact {
-            value: v,
-            residual: 0,
-        }
-    }
-
     #[test]
     fn triples_become_sorted_entries_without_zeros() {
         let cells = [(1, 3), (0, 2), (1, 0), (0, 0), (1, 1)];
-        let read = [exact(5.0), exact(-1.0), exact(2.0), exact(0.0), exact(7.0)];
+        let read = [5.0, -1.0, 2.0, 0.0, 7.0];
         let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
-        let m = SparseValues::from_triples(2, &cells, &read, &mut r)
+        let m = SparseValues::from_triples((2, 4), &cells, &read, &[], &mut r)
             .unwrap()
             .unwrap();
         assert_eq!(m.start, vec![0, 1, 4]);
@@ -348,7 +314,12 @@ mod tests {
         assert!(residuals.is_empty());
         assert!(r.size() >= SparseValues::bytes_for(2, 4, true));
         // The middle sample dropped; gene 1 on samples (0, 2, 3) -> (0, 1, 2).
-        let kept = m.remap_samples(&[0, u32::MAX, 1, 2]);
+        let kept = m.remap_samples(&[0, u32::MAX, 1, 2]).unwrap();
+        // Reordered: samples (3, 0, 1, 2) -> (0, 1, 2, 3).
+        let turned = m.remap_samples(&[1, 2, 3, 0]).unwrap();
+        assert_eq!(turned.start, vec![0, 1, 4]);
+        assert_eq!(turned.cells, vec![3, 0, 1, 2]);
+        assert_eq!(turned.values, vec![-1.0, 5.0, 2.0, 7.0]);
         assert_eq!(kept.start, vec![0, 1, 3]);
         assert_eq!(kept.cells, vec![1, 0, 2]);
         assert_eq!(kept.values, vec![-1.0, 2.0, 5.0]);
@@ -357,22 +328,16 @@ mod tests {
     #[test]
     fn a_sample_given_twice_is_found_among_values_and_zeros() {
         let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
-        let mut twice = |cells: &[(u32, u32)], read: &[Exact]| {
-            SparseValues::from_triples(2, cells, read, &mut r)
+        let mut twice = |cells: &[(u32, u32)], read: &[f64]| {
+            SparseValues::from_triples((2, 2), cells, read, &[], &mut r)
                 .unwrap()
                 .err()
         };
         let found = Some(RepeatedSample { gene: 1 });
-        assert_eq!(
-            twice(
-                &[(1, 0), (0, 0), (1, 0)],
-                &[exact(1.0), exact(1.0), exact(2.0)]
-            ),
-            found
-        );
-        assert_eq!(twice(&[(1, 0), (1, 0)], &[exact(0.0), exact(0.0)]), found);
-        assert_eq!(twice(&[(1, 0), (1, 0)], &[exact(3.0), exact(0.0)]), found);
-        assert_eq!(twice(&[(1, 0), (1, 1)], &[exact(3.0), exact(0.0)]), None);
+        assert_eq!(twice(&[(1, 0), (0, 0), (1, 0)], &[1.0, 1.0, 2.0]), found);
+        assert_eq!(twice(&[(1, 0), (1, 0)], &[0.0, 0.0]), found);
+        assert_eq!(twice(&[(1, 0), (1, 0)], &[3.0, 0.0]), found);
+        assert_eq!(twice(&[(1, 0), (1, 1)], &[3.0, 0.0]), None);
     }
 
     #[test]

@@ -65,8 +65,8 @@ pub(crate) fn stack(
             }
             to
         };
-        let mut stacked = l.remap_samples(&renumber(left.samples, |p| p.0));
-        stacked.append(&r.remap_samples(&renumber(right.samples, |p| p.1)));
+        let mut stacked = l.remap_samples(&renumber(left.samples, |p| p.0))?;
+        stacked.append(&r.remap_samples(&renumber(right.samples, |p| p.1))?);
         let mut reservation = memory.reserve(
             &format!("stacked non-zero values ({genes} genes x {n} shared samples)"),
             0,

@@ -262,7 +262,9 @@ pub(in crate::input) fn load_long(
     let what = spec.what.as_str();
     let (mut genes, mut samples) = (IdIndex::default(), IdIndex::default());
     let mut cells: Vec<(u32, u32)> = Vec::new();
-    let mut read: Vec<Exact> = Vec::new();
+    // Values as read; the remainders of 64-bit integers once one is not 0.
+    let mut read: Vec<f64> = Vec::new();
+    let mut read_residuals: Vec<i16> = Vec::new();
     let mut rows_per_gene: Vec<u64> = Vec::new();
     let mut row0 = 0usize;
     // Bytes of the ids reserved in `scratch`: those of a batch's new ids
@@ -281,14 +283,27 @@ pub(in crate::input) fn load_long(
             let (g, s) = (gene_numbers[r], sample_numbers[r]);
             rows_per_gene[g as usize] += 1;
             cells.push((g, s));
-            read.push(column.value(r, spec.missing, || {
+            let x = column.value(r, spec.missing, || {
                 format!(
                     "gene '{}', sample '{}' (row {} of {what})",
                     genes.names[g as usize],
                     samples.names[s as usize],
                     row0 + r + 1
                 )
-            })?);
+            })?;
+            if x.residual != 0 && read_residuals.is_empty() {
+                grow(
+                    &mut read_residuals,
+                    read.capacity(),
+                    &mut scratch,
+                    "input values as read",
+                )?;
+                read_residuals.resize(read.len(), 0);
+            }
+            read.push(x.value);
+            if !read_residuals.is_empty() {
+                read_residuals.push(x.residual);
+            }
         }
         let ids = genes.bytes + samples.bytes;
         scratch.try_grow(ids - ids_held)?;
@@ -321,17 +336,24 @@ pub(in crate::input) fn load_long(
     }
     // Absent rows are zeros and most values are: kept sparse, with nothing
     // of size genes × samples allocated (`input::sparse`).
-    let nonzero = read
-        .iter()
-        .filter(|x| x.value != 0.0 || x.residual != 0)
+    let residual = |k: usize| read_residuals.get(k).copied().unwrap_or(0);
+    let nonzero = (0..read.len())
+        .filter(|&k| read[k] != 0.0 || residual(k) != 0)
         .count();
-    let no_missing = read.iter().all(|x| !x.value.is_nan());
+    let no_missing = read.iter().all(|x| !x.is_nan());
     if absent == Absent::Zero
         && no_missing
         && nonzero as f64 <= SPARSE_MAX_DENSITY * m as f64 * n as f64
     {
         let mut reservation = values.reservation;
-        let sparse = match SparseValues::from_triples(m, &cells, &read, &mut reservation)? {
+        let shape = (m, n);
+        let sparse = match SparseValues::from_triples(
+            shape,
+            &cells,
+            &read,
+            &read_residuals,
+            &mut reservation,
+        )? {
             Ok(sparse) => sparse,
             Err(RepeatedSample { gene: g }) => {
                 let problem = gene_problem(&cells, g, &genes, &samples, what);
@@ -340,7 +362,7 @@ pub(in crate::input) fn load_long(
                 )));
             }
         };
-        drop((cells, read));
+        drop((cells, read, read_residuals));
         return Ok(ExpressionMatrix::from_sparse(
             StringArray::from_iter_values(&genes.names),
             samples.names,
@@ -365,7 +387,11 @@ pub(in crate::input) fn load_long(
     let words = matrix_cells.div_ceil(64);
     scratch.try_grow(words * 8)?;
     let mut seen = try_filled(words, 0u64, "bitmap of (gene, sample) rows")?;
-    for (&(g, s), &x) in cells.iter().zip(&read) {
+    for (k, &(g, s)) in cells.iter().enumerate() {
+        let x = Exact {
+            value: read[k],
+            residual: residual(k),
+        };
         let cell = g as usize * n + s as usize;
         if seen[cell / 64] >> (cell % 64) & 1 == 1 {
             let problem = gene_problem(&cells, g, &genes, &samples, what);

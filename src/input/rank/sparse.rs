@@ -298,8 +298,7 @@ fn rank_sparse_gene(
     let base = range.start;
     let k = range.len();
     let zeros = samples - k;
-    // Entries are in sample order: a stable sort by value keeps ties so.
-    let mut sorted: Vec<u32> = (0..k as u32).collect();
+    // Entries are in sample order: ties sort by it.
     let key = |q: u32| values.values[base + q as usize] + 0.0;
     let residual = |q: u32| {
         values
@@ -313,7 +312,22 @@ fn rank_sparse_gene(
             .total_cmp(&key(b))
             .then_with(|| residual(a).cmp(&residual(b)))
     };
-    sorted.sort_by(|&a, &b| cmp(a, b));
+    let sorted: Vec<u32> = if values.residuals.is_empty() {
+        // Values as integers of the same order (IEEE 754 total order, as
+        // `total_cmp`), each with its entry: one sort of distinct u64
+        // pairs, no comparator calls.
+        let ordered = |x: f64| {
+            let bits = x.to_bits();
+            bits ^ (((bits as i64 >> 63) as u64) >> 1) ^ (1 << 63)
+        };
+        let mut keys: Vec<(u64, u32)> = (0..k as u32).map(|q| (ordered(key(q)), q)).collect();
+        keys.sort_unstable();
+        keys.into_iter().map(|(_, q)| q).collect()
+    } else {
+        let mut sorted: Vec<u32> = (0..k as u32).collect();
+        sorted.sort_by(|&a, &b| cmp(a, b));
+        sorted
+    };
     let negatives = sorted.iter().filter(|&&q| key(q) < 0.0).count();
     let mut groups = Vec::new();
     let mut rank = 0u32;
