@@ -134,32 +134,37 @@ def _numeric_only(names, types, is_numeric) -> None:
 def _sparse_triples(x: Any, names: Any):
     """A cells x features scipy CSC matrix as a (gene, sample, value) table
     of its stored entries, gene ids ``names`` (an Arrow string array). The
-    engine numbers genes and cells in order of first appearance, so cell 0
-    of every feature comes first (its value or 0): features keep their
-    order and an all-zero one exists; a cell without any stored entry gets
-    one explicit zero."""
+    engine numbers genes and cells in order of first appearance, and reads
+    rows sorted by (gene, cell) without sorting them; so the rows come in
+    that order, the first feature with every cell (its zeros explicit: cells
+    are numbered 0, 1, ... on every input), and a feature without any stored
+    entry as one explicit zero."""
     import numpy as np
     import pyarrow as pa
 
     n_cells, m = x.shape
-    feature = np.repeat(np.arange(m, dtype=np.int32), np.diff(x.indptr))
-    cell = x.indices.astype(np.int64)
-    value = np.asarray(x.data, dtype=np.float64)
-    first_value = np.zeros(m)
-    at_zero = cell == 0
-    first_value[feature[at_zero]] = value[at_zero]
-    rest = ~at_zero
-    genes = np.concatenate([np.arange(m, dtype=np.int32), feature[rest]])
-    samples = np.concatenate([np.zeros(m, dtype=np.int64), cell[rest]])
-    values = np.concatenate([first_value, value[rest]])
-    seen = np.zeros(n_cells, dtype=bool)
-    seen[0] = True
-    seen[cell] = True
-    empty = np.flatnonzero(~seen)
-    if len(empty):
-        genes = np.concatenate([genes, np.zeros(len(empty), dtype=np.int32)])
-        samples = np.concatenate([samples, empty.astype(np.int64)])
-        values = np.concatenate([values, np.zeros(len(empty))])
+    if not x.has_sorted_indices:
+        x = x.copy()
+        x.sort_indices()
+    indptr = x.indptr.astype(np.int64)
+    stored = np.diff(indptr)
+    counts = np.maximum(stored, 1)
+    if m:
+        counts[0] = n_cells
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    total = int(starts[-1])
+    genes = np.repeat(np.arange(m, dtype=np.int32), counts)
+    samples = np.zeros(total, dtype=np.int32)
+    values = np.zeros(total, dtype=np.float64)
+    if m:
+        samples[:n_cells] = np.arange(n_cells, dtype=np.int32)
+        first = slice(indptr[0], indptr[1])
+        values[x.indices[first]] = x.data[first]
+        # The other features' entries, each feature's at its start.
+        rest = slice(indptr[1], indptr[m])
+        to = np.repeat(starts[1:m] - indptr[1:m], stored[1:]) + np.arange(indptr[1], indptr[m])
+        samples[to] = x.indices[rest]
+        values[to] = x.data[rest]
     # Genes as a dictionary and cells as integers: the engine numbers each
     # id once, not once per entry as text.
     gene = pa.DictionaryArray.from_arrays(pa.array(genes), names)

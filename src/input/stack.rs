@@ -14,9 +14,9 @@ use crate::memory::{QueryMemory, try_with_capacity};
 /// (by name, in the left matrix's order). An error when fewer than 2
 /// samples are shared.
 pub(crate) fn stack(
-    left: ExpressionMatrix,
+    mut left: ExpressionMatrix,
     left_spec: &InputSpec,
-    right: ExpressionMatrix,
+    mut right: ExpressionMatrix,
     right_spec: &InputSpec,
     memory: &QueryMemory,
 ) -> Result<ExpressionMatrix> {
@@ -56,8 +56,10 @@ pub(crate) fn stack(
         .collect();
     let n = shared.len();
     let genes = left.genes.len() + right.genes.len();
-    if let (Some(l), Some(r)) = (&left.sparse, &right.sparse) {
-        // Both sparse: stacked sparse, each side's samples renumbered.
+    if let (Some(l), Some(r)) = (&mut left.sparse, &mut right.sparse) {
+        // Both sparse: stacked sparse, each side's samples renumbered
+        // (taken as they are where they already are the shared samples,
+        // in order).
         let renumber = |samples: usize, column: fn(&(usize, usize)) -> usize| {
             let mut to = vec![u32::MAX; samples];
             for (new, pair) in shared.iter().enumerate() {
@@ -65,8 +67,15 @@ pub(crate) fn stack(
             }
             to
         };
-        let mut stacked = l.remap_samples(&renumber(left.samples, |p| p.0))?;
-        stacked.append(&r.remap_samples(&renumber(right.samples, |p| p.1))?);
+        let side = |m: &mut super::sparse::SparseValues, to: Vec<u32>| {
+            if to.iter().enumerate().all(|(s, &t)| t == s as u32) {
+                Ok(std::mem::take(m))
+            } else {
+                m.remap_samples(&to)
+            }
+        };
+        let mut stacked = side(l, renumber(left.samples, |p| p.0))?;
+        stacked.append(&side(r, renumber(right.samples, |p| p.1))?);
         let mut reservation = memory.reserve(
             &format!("stacked non-zero values ({genes} genes x {n} shared samples)"),
             0,
