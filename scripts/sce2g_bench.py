@@ -81,7 +81,7 @@ if args.save:
             pa.table(
                 {
                     "gene": pa.array([f"{prefix}{k}" for k in coo.col]),
-                    "cell": pa.array(coo.row.astype(np.int64)),
+                    "sample": pa.array(coo.row.astype(np.int64)),
                     "value": pa.array(coo.data),
                 }
             ),

@@ -241,10 +241,12 @@ def _columns(data: Any, used: Any, *, binary: bool, what: str):
     if hasattr(x, "iloc"):
         x = x.to_numpy(dtype=np.float64, na_value=np.nan)
     if sp.issparse(x):
-        x = sp.csc_matrix(x)[:, used]
-        x.sort_indices()
-        x = sp.csc_matrix(x, dtype=np.float64)
-        x.eliminate_zeros()
+        x = sp.csc_matrix(x)
+        if len(used) != x.shape[1] or (np.diff(used) != 1).any():
+            x = x[:, used]
+        # A new matrix object (its arrays may be the caller's: never
+        # changed in place); stored zeros are dropped by the engine.
+        x = sp.csc_matrix(x, dtype=np.float64, copy=False)
         if not binary and x.data.size and (x.data < 0).any():
             raise ValueError(f"a sparse {what} must not hold negative values (absent entries are 0)")
     else:

@@ -26,6 +26,7 @@ mod missing;
 mod parity;
 mod pvalues;
 mod shell;
+mod sparse;
 mod sql;
 mod sql_examples;
 mod stores;
