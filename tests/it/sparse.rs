@@ -209,3 +209,85 @@ async fn integer_sample_ids_are_read_as_their_text() {
     assert_eq!(tau, 2.0 / (3.0f64 * 2.0).sqrt());
     assert_eq!(batches[0].column(1).len(), 1);
 }
+
+/// 64-bit integers that f64 would merge stay distinct when kept sparse:
+/// the same bits as the dense Int64 matrix.
+#[tokio::test]
+async fn sparse_integers_beyond_2_pow_53_are_exact() {
+    let ctx = ctx(2);
+    let (genes, n) = (6usize, 40usize);
+    let mut d = Draw(99);
+    let big = 1i64 << 60;
+    let m: Vec<Vec<i64>> = (0..genes)
+        .map(|_| {
+            (0..n)
+                .map(|_| {
+                    if d.below(10) < 7 {
+                        0
+                    } else {
+                        big + d.below(4) as i64
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let ids: Vec<String> = (0..genes).map(|g| format!("g{g}")).collect();
+    let mut columns: Vec<(String, ArrayRef)> = vec![(
+        "gene".into(),
+        Arc::new(StringArray::from_iter_values(&ids)) as ArrayRef,
+    )];
+    for k in 0..n {
+        let column: Int64Array = m.iter().map(|r| Some(r[k])).collect();
+        columns.push((format!("c{k}"), Arc::new(column)));
+    }
+    let dense = common::batch(
+        columns
+            .iter()
+            .map(|(n, c)| (n.as_str(), c.clone()))
+            .collect(),
+    );
+    let table = MemTable::try_new(dense.schema(), vec![vec![dense]]).unwrap();
+    ctx.register_table("ints_dense", Arc::new(table)).unwrap();
+    let (mut g, mut s, mut v) = (Vec::new(), Vec::new(), Vec::new());
+    for (gene, row) in m.iter().enumerate() {
+        for (k, &x) in row.iter().enumerate() {
+            if x != 0 || gene == 0 {
+                g.push(ids[gene].clone());
+                s.push(format!("c{k}"));
+                v.push(x);
+            }
+        }
+    }
+    let long = common::batch(vec![
+        ("gene", Arc::new(StringArray::from(g)) as ArrayRef),
+        ("sample", Arc::new(StringArray::from(s))),
+        ("value", Arc::new(Int64Array::from(v))),
+    ]);
+    let table = MemTable::try_new(long.schema(), vec![vec![long]]).unwrap();
+    ctx.register_table("ints_long", Arc::new(table)).unwrap();
+    let expected = rows_of(
+        &ctx,
+        &format!("SELECT {COLUMNS} FROM kendall_all_pairs('ints_dense')"),
+    )
+    .await;
+    let got = rows_of(
+        &ctx,
+        &format!(
+            "SET kendall.layout = 'long'; SET kendall.absent = 'zero'; \
+             SELECT {COLUMNS} FROM kendall_all_pairs('ints_long')"
+        ),
+    )
+    .await;
+    assert_eq!(got.len(), genes * (genes - 1) / 2);
+    assert_eq!(got, expected);
+    // As f64 the non-zero values of a gene would be one tie group; exactly,
+    // a gene's four integers are distinct values.
+    let merged = rows_of(
+        &ctx,
+        "SET kendall.layout = 'long'; SET kendall.absent = 'zero'; \
+         SELECT gene_i, gene_j, tau, p_value, n FROM \
+         kendall_all_pairs('ints_long') WHERE gene_i = 'g0'",
+    )
+    .await;
+    assert!(merged.iter().any(|r| f64::from_bits(r.2).abs() > 0.0));
+}

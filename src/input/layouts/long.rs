@@ -265,6 +265,7 @@ pub(in crate::input) fn load_long(
     // Values as read; the remainders of 64-bit integers once one is not 0.
     let mut read: Vec<f64> = Vec::new();
     let mut read_residuals: Vec<i16> = Vec::new();
+    let mut inexact = false;
     let mut rows_per_gene: Vec<u64> = Vec::new();
     let mut row0 = 0usize;
     // Bytes of the ids reserved in `scratch`: those of a batch's new ids
@@ -291,7 +292,9 @@ pub(in crate::input) fn load_long(
                     row0 + r + 1
                 )
             })?;
-            if x.residual != 0 && read_residuals.is_empty() {
+            if x.residual != 0 && !inexact {
+                // The first value f64 cannot hold: remainders from now on.
+                inexact = true;
                 grow(
                     &mut read_residuals,
                     read.capacity(),
@@ -301,7 +304,7 @@ pub(in crate::input) fn load_long(
                 read_residuals.resize(read.len(), 0);
             }
             read.push(x.value);
-            if !read_residuals.is_empty() {
+            if inexact {
                 read_residuals.push(x.residual);
             }
         }
