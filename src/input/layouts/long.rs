@@ -196,14 +196,42 @@ impl IdIndex {
                     })
                     .collect()
             }
+            DataType::Utf8View => {
+                let text = column.as_string_view();
+                self.number_strings(text.len(), |r| text.value(r), [role, what])
+            }
+            DataType::LargeUtf8 => {
+                let text = column.as_string::<i64>();
+                self.number_strings(text.len(), |r| text.value(r), [role, what])
+            }
             _ => {
                 let text = cast(column, &DataType::Utf8)?;
                 let text = text.as_string::<i32>();
-                (0..text.len())
-                    .map(|r| self.number(text.value(r), role, what))
-                    .collect()
+                self.number_strings(text.len(), |r| text.value(r), [role, what])
             }
         }
+    }
+
+    /// The numbers of `rows` ids `id(r)`: a run of rows with one id (a
+    /// file sorted by gene) is looked up once.
+    fn number_strings<'a>(
+        &mut self,
+        rows: usize,
+        id: impl Fn(usize) -> &'a str,
+        [role, what]: [&str; 2],
+    ) -> Result<Vec<u32>> {
+        let mut numbers = Vec::with_capacity(rows);
+        let mut last: Option<(&str, u32)> = None;
+        for r in 0..rows {
+            let key = id(r);
+            let k = match last {
+                Some((previous, k)) if previous == key => k,
+                _ => self.number(key, role, what)?,
+            };
+            last = Some((key, k));
+            numbers.push(k);
+        }
+        Ok(numbers)
     }
 
     fn len(&self) -> usize {
@@ -349,6 +377,35 @@ pub(in crate::input) fn load_long(
         && nonzero as f64 <= SPARSE_MAX_DENSITY * m as f64 * n as f64
     {
         let mut reservation = values.reservation;
+        // Samples numbered in order of their ids (integers by value), not as
+        // met: two inputs then number their shared samples alike (stacking
+        // them copies nothing), and rows sorted by gene and sample id come
+        // sorted (nothing to sort).
+        let mut by_id: Vec<u32> = (0..n as u32).collect();
+        let id_key = |s: u32| {
+            let name = &samples.names[s as usize];
+            (name.parse::<i64>().ok(), name)
+        };
+        by_id.sort_by(|&a, &b| id_key(a).cmp(&id_key(b)));
+        if by_id
+            .iter()
+            .enumerate()
+            .any(|(new, &old)| new as u32 != old)
+        {
+            let mut renumber = vec![0u32; n];
+            for (new, &old) in by_id.iter().enumerate() {
+                renumber[old as usize] = new as u32;
+            }
+            for cell in cells.iter_mut() {
+                cell.1 = renumber[cell.1 as usize];
+            }
+            let mut names = std::mem::take(&mut samples.names);
+            samples.names = by_id
+                .iter()
+                .map(|&old| std::mem::take(&mut names[old as usize]))
+                .collect();
+            samples.index.clear();
+        }
         let shape = (m, n);
         let sparse = match SparseValues::from_triples(
             shape,
