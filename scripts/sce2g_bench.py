@@ -14,7 +14,8 @@ per cell and log1p-transformed as Seurat does; peaks binarised with about
 ``--peak-density`` ones; ``--per-gene`` candidate peaks per gene drawn at
 random. Times are whole calls (conversion included), best of ``--rounds``,
 tools alternated. ``--save DIR`` also writes the inputs as long-triple
-Parquet files and the candidate list (for the same job through the shell).
+Parquet files, the candidate list and ``job.sql``, the same job through the
+shell (``datafusion-kendall -f DIR/job.sql``).
 
 Needs: pip install ./python scipy fast_kendall_sc pyarrow
 Threads: RAYON_NUM_THREADS for fast_kendall_sc (set here from --threads),
@@ -96,6 +97,16 @@ if args.save:
         ),
         os.path.join(args.save, "candidates.parquet"),
     )
+    # The same job through the shell: datafusion-kendall -f DIR/job.sql
+    files = {k: os.path.join(args.save, f"{k}.parquet") for k in ("candidates", "rna", "atac")}
+    with open(os.path.join(args.save, "job.sql"), "w") as f:
+        f.write(
+            "SET kendall.layout = 'long';\n"
+            "SET kendall.absent = 'zero';\n"
+            "SELECT count(*) AS pairs, sum(tau) AS tau_sum, sum(q_value) AS q_sum\n"
+            f"FROM kendall_candidate_pairs('{files['candidates']}', '{files['rna']}', "
+            f"'{files['atac']}');\n"
+        )
 
 
 def timed(f):
