@@ -7,6 +7,7 @@ CSC matrices, in one run; checks that every tau agrees to 1e-12.
 Usage: sce2g_bench.py [--cells 20000] [--genes 1000] [--peaks 10000]
                       [--per-gene 100] [--peak-density 0.05] [--seed 1]
                       [--threads 2] [--rounds 2] [--save DIR]
+                      [--large] [--skip-peer]
 
 The data follows the workload scE2G runs per cell cluster: RNA counts drawn
 negative-binomial (about 74 % zeros at the defaults), normalised to 10,000
@@ -16,6 +17,10 @@ random. Times are whole calls (conversion included), best of ``--rounds``,
 tools alternated. ``--save DIR`` also writes the inputs as long-triple
 Parquet files, the candidate list and ``job.sql``, the same job through the
 shell (``datafusion-kendall -f DIR/job.sql``).
+
+``--large`` draws the matrices as sparse columns (for sizes whose dense
+arrays would not fit: the scE2G size is ``--genes 15000 --peaks 150000
+--per-gene 634 --peak-density 0.03``); ``--skip-peer`` times ours only.
 
 Needs: pip install ./python scipy fast_kendall_sc pyarrow
 Threads: RAYON_NUM_THREADS for fast_kendall_sc (set here from --threads),
@@ -38,6 +43,8 @@ ap.add_argument("--seed", type=int, default=1)
 ap.add_argument("--threads", type=int, default=2)
 ap.add_argument("--rounds", type=int, default=2)
 ap.add_argument("--save", default=None)
+ap.add_argument("--large", action="store_true")
+ap.add_argument("--skip-peer", action="store_true")
 args = ap.parse_args()
 os.environ["RAYON_NUM_THREADS"] = str(args.threads)
 
@@ -50,17 +57,41 @@ try:
     import fast_kendall_sc as fks  # noqa: E402
 except ImportError:
     fks = None
+if args.skip_peer:
+    fks = None
+
+
+def sparse_columns(rng, cells, nonzero, draw):
+    """A cells x len(nonzero) CSC matrix, column j with about nonzero[j]
+    distinct random cells, values draw(k)."""
+    counts = rng.binomial(cells, np.clip(nonzero / cells, 0, 1))
+    col = np.repeat(np.arange(len(counts)), counts)
+    key = np.unique(col.astype(np.int64) * cells + rng.integers(0, cells, size=col.size))
+    col, row = key // cells, key % cells
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(col, minlength=len(counts)))])
+    return sp.csc_matrix((draw(key.size), row.astype(np.int32), indptr), shape=(cells, len(counts)))
 
 rng = np.random.default_rng(args.seed)
-# RNA: negative-binomial counts per gene with a gene-specific mean.
-means = rng.gamma(0.6, 0.8, size=args.genes)
-counts = rng.negative_binomial(1, 1.0 / (1.0 + means), size=(args.cells, args.genes))
-size = counts.sum(axis=1, keepdims=True)
-rna = sp.csc_matrix(np.log1p(counts / np.maximum(size, 1) * 1e4))
-del counts
-# Peaks: Bernoulli with a peak-specific rate around the density.
-rates = np.clip(rng.gamma(2.0, args.peak_density / 2.0, size=args.peaks), 1e-4, 0.9)
-atac = sp.csc_matrix((rng.random((args.cells, args.peaks)) < rates).astype(np.float64))
+if args.large:
+    # Sizes past what dense arrays hold: sparse columns drawn directly (RNA
+    # at about 76 % zeros, counts 1 + geometric, normalised per cell).
+    rna = sparse_columns(
+        rng, args.cells, np.full(args.genes, 0.24 * args.cells), lambda k: 1.0 + rng.geometric(0.5, k)
+    )
+    size = np.asarray(rna.sum(axis=1)).ravel()
+    rna.data = np.log1p(rna.data / np.maximum(size[rna.indices], 1) * 1e4)
+    rates = np.clip(rng.gamma(2.0, args.peak_density / 2.0, size=args.peaks), 1e-4, 0.9)
+    atac = sparse_columns(rng, args.cells, rates * args.cells, lambda k: np.ones(k))
+else:
+    # RNA: negative-binomial counts per gene with a gene-specific mean.
+    means = rng.gamma(0.6, 0.8, size=args.genes)
+    counts = rng.negative_binomial(1, 1.0 / (1.0 + means), size=(args.cells, args.genes))
+    size = counts.sum(axis=1, keepdims=True)
+    rna = sp.csc_matrix(np.log1p(counts / np.maximum(size, 1) * 1e4))
+    del counts
+    # Peaks: Bernoulli with a peak-specific rate around the density.
+    rates = np.clip(rng.gamma(2.0, args.peak_density / 2.0, size=args.peaks), 1e-4, 0.9)
+    atac = sp.csc_matrix((rng.random((args.cells, args.peaks)) < rates).astype(np.float64))
 gene_idx = np.repeat(np.arange(args.genes), args.per_gene)
 peak_idx = np.concatenate(
     [rng.choice(args.peaks, size=args.per_gene, replace=False) for _ in range(args.genes)]
