@@ -250,6 +250,8 @@ struct Cells<V> {
     dense_left: usize,
     /// The slots of `fixed` that hold a store, in order of creation.
     fixed_created: Vec<usize>,
+    /// Bytes of the stores when they were created.
+    created_bytes: usize,
 }
 
 impl<V: Copy + Default + PartialEq> Cells<V> {
@@ -262,6 +264,7 @@ impl<V: Copy + Default + PartialEq> Cells<V> {
             dynamic: Vec::new(),
             dense_left: DENSE_BUDGET,
             fixed_created: Vec::new(),
+            created_bytes: 0,
         }
     }
 
@@ -291,6 +294,7 @@ impl<V: Copy + Default + PartialEq> Cells<V> {
     fn fixed_mut(&mut self, k: usize, stats: &PairStats) -> &mut Store<V> {
         if self.fixed[k].is_none() {
             let store = self.store(stats.n);
+            self.created_bytes += store.bytes();
             self.fixed[k] = Some((*stats, store));
             self.fixed_created.push(k);
         }
@@ -308,6 +312,7 @@ impl<V: Copy + Default + PartialEq> Cells<V> {
         }
         let slot = self.dynamic.len() as u32;
         let store = self.store(stats.n);
+        self.created_bytes += store.bytes();
         self.index.insert(context, slot);
         self.dynamic.push((*stats, store));
         slot
@@ -390,19 +395,25 @@ impl<V: Copy + Default + PartialEq> Cells<V> {
         fixed.chain(dynamic)
     }
 
-    /// Heap bytes, roughly (cheap: the stores created, not the table).
+    /// Heap bytes, roughly (a walk over every store).
     fn bytes(&self) -> usize {
-        let per = std::mem::size_of::<Option<(PairStats, Store<V>)>>();
-        self.fixed.len() * per
-            + self.fixed_created.capacity() * std::mem::size_of::<usize>()
-            + self.dynamic.capacity() * (per + std::mem::size_of::<(Context, u32)>() + 8)
-            + self
-                .fixed_created
+        self.bytes_with(
+            self.fixed_created
                 .iter()
                 .filter_map(|&k| self.fixed[k].as_ref())
                 .chain(&self.dynamic)
                 .map(|(_, store)| store.bytes())
-                .sum::<usize>()
+                .sum::<usize>(),
+        )
+    }
+
+    /// [`Cells::bytes`] with the stores' bytes given, in O(1).
+    fn bytes_with(&self, stores: usize) -> usize {
+        let per = std::mem::size_of::<Option<(PairStats, Store<V>)>>();
+        self.fixed.len() * per
+            + self.fixed_created.capacity() * std::mem::size_of::<usize>()
+            + self.dynamic.capacity() * (per + std::mem::size_of::<(Context, u32)>() + 8)
+            + stores
     }
 
     /// Cells with a value other than the default.
@@ -423,6 +434,8 @@ enum Slot {
 pub struct TestCounts {
     cells: Cells<u64>,
     last: LastContext,
+    /// Bytes the stores grew by since they were created.
+    grown: usize,
 }
 
 impl TestCounts {
@@ -431,16 +444,17 @@ impl TestCounts {
         TestCounts {
             cells: Cells::new(contexts),
             last: None,
+            grown: 0,
         }
     }
 
     /// Counts one pair (i, j) of numerator `s` and statistics `stats`.
     #[inline]
     fn add(&mut self, contexts: &ContextIndex, pair: (usize, usize), stats: &PairStats, s: i64) {
-        *self
-            .cells
-            .store_mut(contexts, &mut self.last, pair, stats)
-            .entry(s) += 1;
+        let store = self.cells.store_mut(contexts, &mut self.last, pair, stats);
+        let before = store.bytes();
+        *store.entry(s) += 1;
+        self.grown += store.bytes() - before;
     }
 
     /// Adds the counts of `other`.
@@ -452,12 +466,15 @@ impl TestCounts {
             }
         }
         self.last = None;
+        self.grown = self.cells.bytes() - self.cells.bytes_with(self.cells.created_bytes);
         self
     }
 
-    /// Heap bytes, roughly.
+    /// Heap bytes, roughly, in O(1): what pairs are counted into grows in
+    /// step (a walk over every store after each block of pairs was
+    /// quadratic in the contexts, millions for a long candidate list).
     fn bytes(&self) -> usize {
-        self.cells.bytes()
+        self.cells.bytes_with(self.cells.created_bytes + self.grown)
     }
 
     /// Pairs counted.
