@@ -62,6 +62,7 @@ use datafusion::error::Result;
 use datafusion::prelude::{SessionConfig, SessionContext};
 
 pub use functions::{KendallAllPairs, KendallCrossPairs, KendallTable, KendallTopPartners};
+pub use input::sparse_table::SparseTable;
 pub use kernel::{KernelChoice, Variant};
 pub use options::KendallOptions;
 pub use schema::GeneIds;

@@ -10,7 +10,8 @@ convenience with pandas' habits: a pandas DataFrame, pyarrow Table, numpy
 2-D array or AnnData object in, a pandas DataFrame of pairs (or a square
 matrix) out. ``candidate_pairs(...)`` computes listed pairs only, and
 ``batch_kendall_tau(...)`` is a drop-in for ``fast_kendall_sc``'s function
-of that name.
+of that name. ``sparse_table(...)`` makes a scipy sparse matrix or AnnData
+object a table the functions read in place.
 
 The extension is compiled against one DataFusion major version; the FFI
 between it and the ``datafusion`` package is stable only within that major,
@@ -48,6 +49,7 @@ DATAFUSION_MAJOR: int = _native.datafusion_major()
 from ._candidates import batch_kendall_tau, candidate_pairs  # noqa: E402
 from ._corr import corr  # noqa: E402
 from ._graphml import write_graphml  # noqa: E402
+from ._inputs import sparse_table  # noqa: E402
 from ._session import FUNCTIONS, context, register, session_config  # noqa: E402
 
 # Documented, printed and pickled as the package's own, as before the split.
@@ -58,6 +60,7 @@ for _f in (
     corr,
     register,
     session_config,
+    sparse_table,
     write_graphml,
 ):
     _f.__module__ = __name__
@@ -72,5 +75,6 @@ __all__ = [
     "corr",
     "register",
     "session_config",
+    "sparse_table",
     "write_graphml",
 ]

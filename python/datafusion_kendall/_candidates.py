@@ -2,8 +2,8 @@
 of pairs out) and :func:`batch_kendall_tau`, a drop-in for
 ``fast_kendall_sc.batch_kendall_tau`` (index arrays in, an aligned numpy
 array out). Both run ``kendall_candidate_pairs`` over the features the
-pairs use, passed to the engine as (feature, cell, value) triples of the
-stored entries: a sparse matrix is never densified."""
+pairs use, passed to the engine as sparse matrices that it reads in place
+(``SparseMatrix``): a sparse matrix is never densified."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import uuid
 from typing import Any
 
 
-from ._inputs import _chunked, _sparse_triples
+from ._inputs import _chunked, _register, _sparse_input
 from ._progress import _collect, _in_notebook
 from ._session import result_context
 
@@ -251,7 +251,7 @@ def _columns(data: Any, used: Any, *, binary: bool, what: str):
             raise ValueError(f"a sparse {what} must not hold negative values (absent entries are 0)")
     else:
         x = sp.csc_matrix(np.asarray(x, dtype=np.float64)[:, used])
-    if binary:
+    if binary and not (x.data == 1).all():
         x.data = (x.data != 0).astype(np.float64)
     return x
 
@@ -275,11 +275,11 @@ def _run(x, y, first, second, *, columns, options, progress, partitions, where="
     tag = uuid.uuid4().hex
     names = {"x": f"dk_x_{tag}", "y": f"dk_y_{tag}", "pairs": f"dk_pairs_{tag}"}
     m = x.shape[1]
-    ctx.from_arrow(_chunked(_sparse_triples(x, _numbered(m, 0))), name=names["x"])
+    _register(ctx, _sparse_input(x, _numbered(m, 0)), names["x"])
     sources = f"'{names['pairs']}', '{names['x']}'"
     offset = 0
     if y is not None:
-        ctx.from_arrow(_chunked(_sparse_triples(y, _numbered(y.shape[1], m))), name=names["y"])
+        _register(ctx, _sparse_input(y, _numbered(y.shape[1], m)), names["y"])
         sources += f", '{names['y']}'"
         offset = m
     ids = lambda a: pa.array(np.asarray(a, dtype=np.int64)).cast(pa.string())  # noqa: E731

@@ -8,7 +8,7 @@ import uuid
 from typing import Any
 
 
-from ._inputs import _chunked, _to_arrow
+from ._inputs import _register, _to_arrow
 from ._progress import _collect, _in_notebook
 from ._session import result_context
 
@@ -146,7 +146,7 @@ def corr(
     # pandas categories without converting millions of strings.
     options["gene_ids"] = "dictionary"
     name = "dk_input_" + uuid.uuid4().hex
-    ctx.from_arrow(_chunked(table), name=name)
+    _register(ctx, table, name)
     for key, value in options.items():
         ctx.sql(f"SET kendall.{key} = '{value}'")
     columns = "gene_i, gene_j, tau" + (", p_value, n" if p_values else "")

@@ -131,6 +131,87 @@ def _numeric_only(names, types, is_numeric) -> None:
             )
 
 
+def _sparse_input(x: Any, names: Any):
+    """A cells x features scipy CSC matrix for the engine, gene ids ``names``
+    (an Arrow string array), cells numbered from 0: a ``SparseMatrix``
+    sharing its arrays (the engine reads them in place), or, when a stored
+    value is not finite (NaN: missing), its triples
+    (:func:`_sparse_triples`), which the ``kendall.missing`` option reads."""
+    import numpy as np
+    import pyarrow as pa
+
+    if x.data.size and not np.isfinite(x.data).all():
+        return _sparse_triples(x, names)
+    cells = pa.array(np.arange(x.shape[0], dtype=np.int64)).cast(pa.string())
+    return sparse_table(x, genes=names, cells=cells)
+
+
+def sparse_table(data: Any, genes: Any = None, cells: Any = None):
+    """A cells x genes sparse matrix as a table for
+    ``SessionContext.register_table(name, ...)``, which the Kendall table
+    functions read in place (as a 10x directory: long layout, absent entries
+    0 implied) and other queries as ``(gene, sample, value)`` triples of its
+    stored entries.
+
+    Args:
+        data: an AnnData object (genes ``var_names``, cells ``obs_names``)
+            or a scipy sparse matrix (or a numpy array), cells x genes.
+            Values must be finite.
+        genes, cells: ids overriding those of ``data`` (default for a
+            matrix: positions ``0, 1, ...`` as text).
+
+    The scipy arrays are shared, not copied, when ``data`` is already CSC
+    with sorted indices and float values; keep them unchanged while the
+    table is registered.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import scipy.sparse as sp
+
+    from ._native import SparseMatrix
+
+    x = data.X if _is_anndata(data) else data
+    if genes is None and _is_anndata(data):
+        genes = [str(g) for g in data.var_names]
+    if cells is None and _is_anndata(data):
+        cells = [str(c) for c in data.obs_names]
+    if len(getattr(x, "shape", ())) != 2:
+        raise TypeError(
+            "sparse_table() takes an AnnData object, a scipy sparse matrix or a numpy 2-D array, "
+            f"got {type(data).__name__}"
+        )
+    x = sp.csc_matrix(x)
+    if not x.has_canonical_format:
+        # Sorted indices, duplicates summed (scipy's meaning of them).
+        x = x.copy()
+        x.sum_duplicates()
+    n, m = x.shape
+
+    def ids(given: Any, k: int):
+        if given is None:
+            return pa.array(np.arange(k, dtype=np.int64)).cast(pa.string())
+        if isinstance(given, pa.Array):
+            return given
+        return pa.array([str(v) for v in given], pa.string())
+
+    genes, cells = ids(genes, m), ids(cells, n)
+    if len(genes) != m or len(cells) != n:
+        raise ValueError(f"{len(genes)} gene and {len(cells)} cell ids for a {n} x {m} matrix")
+    data = x.data if x.data.dtype in (np.float64, np.float32) else x.data.astype(np.float64)
+    return SparseMatrix(genes, cells, pa.array(x.indptr), pa.array(x.indices), pa.array(data))
+
+
+def _register(ctx: Any, table: Any, name: str) -> None:
+    """Registers ``table`` (a pyarrow Table or a ``SparseMatrix``) in
+    ``ctx`` as ``name``."""
+    from ._native import SparseMatrix
+
+    if isinstance(table, SparseMatrix):
+        ctx.register_table(name, table)
+    else:
+        ctx.from_arrow(_chunked(table), name=name)
+
+
 def _sparse_triples(x: Any, names: Any):
     """A cells x features scipy CSC matrix as a (gene, sample, value) table
     of its stored entries, gene ids ``names`` (an Arrow string array). The
@@ -190,6 +271,6 @@ def _anndata_to_arrow(adata: Any):
     if hasattr(x, "tocoo"):
         if adata.n_obs < 2:
             raise ValueError(f"corr(): AnnData has {adata.n_obs} cells; at least 2 are needed")
-        table = _sparse_triples(x.tocsc(), pa.array(ids, pa.string()))
+        table = _sparse_input(x.tocsc(), pa.array(ids, pa.string()))
         return table, {"layout": "long", "absent": "zero"}, ids
     return _matrix_table(np.asarray(x), ids)

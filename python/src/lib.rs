@@ -5,7 +5,7 @@
 //! checks the host's DataFusion major version before any of this crosses.
 
 use std::ptr::NonNull;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use datafusion_ffi::proto::logical_extension_codec::FFI_LogicalExtensionCodec;
 use datafusion_kendall::ffi;
@@ -78,6 +78,101 @@ impl TableFunction {
     fn __repr__(&self) -> String {
         format!("TableFunction('{}')", self.name)
     }
+}
+
+/// A sparse matrix held in memory, as a table for
+/// `SessionContext.register_table(name, ...)`: genes `genes` (their ids)
+/// over samples `samples`, gene `g`'s stored values `data[indptr[g]:indptr[g + 1]]`
+/// at sample positions `indices[indptr[g]:indptr[g + 1]]` (scipy's CSC form
+/// of a cells x genes matrix). Each argument is an Arrow array
+/// (`__arrow_c_array__`: pyarrow arrays of numpy arrays share their memory).
+/// The Kendall table functions read it in place, as a 10x directory (long
+/// layout, absent entries 0); see the Rust crate's `SparseTable`.
+#[pyclass(module = "datafusion_kendall._native", frozen)]
+struct SparseMatrix {
+    table: datafusion_kendall::SparseTable,
+}
+
+#[pymethods]
+impl SparseMatrix {
+    #[new]
+    fn new(
+        genes: Bound<'_, PyAny>,
+        samples: Bound<'_, PyAny>,
+        indptr: Bound<'_, PyAny>,
+        indices: Bound<'_, PyAny>,
+        data: Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let table = datafusion_kendall::SparseTable::try_new(
+            arrow_array(&genes, "genes")?.as_ref(),
+            arrow_array(&samples, "samples")?.as_ref(),
+            arrow_array(&indptr, "indptr")?.as_ref(),
+            arrow_array(&indices, "indices")?.as_ref(),
+            arrow_array(&data, "data")?.as_ref(),
+        )
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(Self { table })
+    }
+
+    /// (genes, samples).
+    #[getter]
+    fn shape(&self) -> (usize, usize) {
+        (self.table.genes(), self.table.samples())
+    }
+
+    /// The table as an FFI table provider bound to `session`'s logical codec.
+    fn __datafusion_table_provider__<'py>(
+        &self,
+        py: Python<'py>,
+        session: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let codec = logical_codec(session)?;
+        let provider = datafusion_ffi::table_provider::FFI_TableProvider::new_with_ffi_codec(
+            Arc::new(self.table.clone()),
+            false,
+            Some(runtime()?.handle().clone()),
+            codec,
+        );
+        PyCapsule::new_with_value(py, provider, c"datafusion_table_provider")
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "SparseMatrix({} genes x {} samples, {} entries)",
+            self.table.genes(),
+            self.table.samples(),
+            self.table.entries()
+        )
+    }
+}
+
+/// An Arrow array from an object with `__arrow_c_array__` (its buffers
+/// shared, not copied); `what` names the argument in errors.
+fn arrow_array(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<datafusion::arrow::array::ArrayRef> {
+    use datafusion::arrow::ffi::{FFI_ArrowArray, FFI_ArrowSchema, from_ffi};
+    if !obj.hasattr("__arrow_c_array__")? {
+        return Err(PyValueError::new_err(format!(
+            "{what} must be an Arrow array (with __arrow_c_array__, e.g. pyarrow.array(...))"
+        )));
+    }
+    let pair = obj.call_method0("__arrow_c_array__")?;
+    let (schema, array): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair.extract()?;
+    let not_capsule =
+        |_| PyValueError::new_err(format!("{what}: __arrow_c_array__ did not return capsules"));
+    let schema = schema.cast::<PyCapsule>().map_err(not_capsule)?;
+    let array = array.cast::<PyCapsule>().map_err(not_capsule)?;
+    let schema: NonNull<FFI_ArrowSchema> = schema.pointer_checked(Some(c"arrow_schema"))?.cast();
+    let array: NonNull<FFI_ArrowArray> = array.pointer_checked(Some(c"arrow_array"))?.cast();
+    // SAFETY: the capsules' names were checked: they hold an FFI schema and
+    // array. The array is moved out (an empty, released one left behind,
+    // which the capsule's destructor ignores), as the Arrow PyCapsule
+    // protocol asks; the schema is only read.
+    let data = unsafe {
+        let array = std::ptr::replace(array.as_ptr(), FFI_ArrowArray::empty());
+        from_ffi(array, schema.as_ref())
+    }
+    .map_err(|e| PyValueError::new_err(format!("{what}: not an Arrow array: {e}")))?;
+    Ok(datafusion::arrow::array::make_array(data))
 }
 
 /// The `kendall.*` options, for `SessionConfig.with_extension(...)`.
@@ -229,6 +324,7 @@ fn write_graphml(
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TableFunction>()?;
     m.add_class::<KendallConfig>()?;
+    m.add_class::<SparseMatrix>()?;
     m.add_function(wrap_pyfunction!(function_names, m)?)?;
     m.add_function(wrap_pyfunction!(datafusion_major, m)?)?;
     m.add_function(wrap_pyfunction!(check_host, m)?)?;

@@ -134,3 +134,54 @@ def test_millions_of_stored_entries_are_read():
     dense_x, dense_y = x[:, gi].toarray(), y[:, pi].toarray()
     expected = np.array([stats.kendalltau(dense_x[:, k], dense_y[:, k] != 0).statistic for k in range(10)])
     assert_taus(got, expected)
+
+
+def test_sparse_table_is_read_in_place_and_as_triples():
+    anndata = pytest.importorskip("anndata")
+    rng = np.random.default_rng(5)
+    dense = rng.negative_binomial(1, 0.7, size=(60, 6)).astype(np.float64)
+    dense[:, 5] = 0.0  # a gene without any entry: constant, NaN tau
+    x = sp.csr_matrix(dense)  # converted to CSC by sparse_table
+    adata = anndata.AnnData(
+        X=x,
+        obs=pd.DataFrame(index=[f"cell{k}" for k in range(60)]),
+        var=pd.DataFrame(index=[f"G{g}" for g in range(6)]),
+    )
+    ctx = dk.context()
+    ctx.register_table("rna", dk.sparse_table(adata))
+    got = ctx.sql("SELECT gene_i, gene_j, tau FROM kendall_all_pairs('rna')").to_pandas()
+    assert len(got) == 15
+    for row in got.itertuples():
+        i, j = int(row.gene_i[1:]), int(row.gene_j[1:])
+        expected = stats.kendalltau(dense[:, i], dense[:, j]).statistic
+        if np.isnan(expected):
+            assert np.isnan(row.tau)
+        else:
+            assert abs(row.tau - expected) <= TOL
+    # Other queries read its stored entries as triples (one zero for the
+    # empty gene and one for each cell without any entry, cells by name).
+    count = ctx.sql("SELECT count(*) AS n FROM rna").to_pandas().n[0]
+    empty_cells = int((np.count_nonzero(dense, axis=1) == 0).sum())
+    assert count == x.nnz + 1 + empty_cells
+    names = ctx.sql("SELECT DISTINCT CAST(sample AS VARCHAR) AS s FROM rna").to_pandas().s
+    assert set(names) <= {f"cell{k}" for k in range(60)}
+    # Bad input is refused when the table is made, by name.
+    bad = sp.csc_matrix(dense)
+    bad.data[0] = np.nan
+    with pytest.raises(ValueError, match="must be finite"):
+        dk.sparse_table(bad)
+    with pytest.raises(ValueError, match="3 gene and 60 cell ids"):
+        dk.sparse_table(x, genes=["a", "b", "c"])
+    with pytest.raises(ValueError, match="given twice"):
+        dk.sparse_table(x, genes=["a"] * 6)
+
+
+def test_missing_values_in_sparse_input_follow_the_missing_option():
+    # A stored NaN is a missing value (read as triples, not in place).
+    rna = sp.csc_matrix(np.array([[1.0, 0.0], [2.0, 1.0], [np.nan, 2.0], [4.0, 0.0], [0.0, 3.0]]))
+    atac = sp.csc_matrix(np.array([[1.0], [0.0], [1.0], [1.0], [0.0]]))
+    got = dk.candidate_pairs(rna, (np.array([0]), np.array([0])), atac, p_values=True)
+    keep = [0, 1, 3, 4]
+    expected = stats.kendalltau(rna.toarray()[keep, 0], atac.toarray()[keep, 0]).statistic
+    assert abs(got.tau[0] - expected) <= TOL
+    assert got.n[0] == 4

@@ -95,8 +95,9 @@ pub(crate) async fn plan_scan(
     let config = state.config_options();
     let options = KendallOptions::from_config(config)?;
     let source = input::source::resolve(state, source, options.format).await?;
-    // A 10x directory is sparse triples: the long layout, absent entries 0.
-    let (layout, absent) = if source.tenx {
+    // A 10x directory or a sparse table is sparse triples: the long
+    // layout, absent entries 0.
+    let (layout, absent) = if source.sparse {
         if !names.is_empty() {
             return plan_err!(
                 "{} takes no column names (its columns are gene, sample, value)",

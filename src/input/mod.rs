@@ -21,6 +21,7 @@ mod rank;
 mod read;
 pub mod source;
 pub mod sparse;
+pub mod sparse_table;
 pub(crate) mod stack;
 mod stores;
 pub mod tenx;
@@ -379,6 +380,18 @@ fn load_unguarded(
         (&spec.columns, spec.genes, spec.samples)
     {
         buffer.reserve_values(genes.saturating_mul(samples))?;
+    }
+    // An in-memory sparse table is read in place, a 10x directory without
+    // triples.
+    if let Columns::Long { absent, .. } = &spec.columns
+        && *absent == layouts::Absent::Zero
+    {
+        if let Some(table) = batches.sparse_table() {
+            return table.matrix(memory, &spec.what);
+        }
+        if let Some(files) = batches.tenx_files() {
+            return tenx::read_matrix(files, memory);
+        }
     }
     batches.reserve_reader(memory)?;
     // What the other layouts hold while reading, before the matrix is built.

@@ -89,6 +89,21 @@ impl InputBatches {
         })
     }
 
+    /// The in-memory sparse table the plan scans, when it is one (the long
+    /// layout then reads its arrays in place). Found by the plan's schema:
+    /// a plan that went through the FFI (a Python host's optimizer) is a
+    /// foreign wrapper of the table's scan.
+    pub(crate) fn sparse_table(&self) -> Option<super::sparse_table::SparseTable> {
+        super::sparse_table::SparseTable::registered(&self.plan.schema())
+    }
+
+    /// The 10x directory the plan reads, when it is one read by this
+    /// library's own scan (the long layout then reads its matrix without
+    /// triples).
+    pub(crate) fn tenx_files(&self) -> Option<&super::tenx::TenxFiles> {
+        super::tenx::files_of(&self.plan)
+    }
+
     /// Reserves in `memory`, before anything is read, what the source's
     /// reader holds at once while it reads: for Parquet files, the largest
     /// row group's compressed column chunks (the reader fetches a row group

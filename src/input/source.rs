@@ -47,9 +47,10 @@ pub struct Resolved {
     pub provider: Arc<dyn TableProvider>,
     /// How errors name it: `table 'expr'` or `'data/expr.tsv.gz'`.
     pub what: String,
-    /// A 10x Genomics matrix directory: (gene, sample, value) triples,
-    /// read with the `long` layout and absent entries as zero.
-    pub tenx: bool,
+    /// A sparse matrix (a 10x Genomics matrix directory or a
+    /// [`SparseTable`](super::sparse_table::SparseTable)): (gene, sample,
+    /// value) triples, read with the `long` layout and absent entries as zero.
+    pub sparse: bool,
 }
 
 /// The table `source` names: a table or view registered in the session, else
@@ -57,23 +58,32 @@ pub struct Resolved {
 /// the location `source` (format as `format` says).
 pub async fn resolve(state: &dyn Session, source: &str, format: InputFormat) -> Result<Resolved> {
     if let Some(provider) = registered(state, source).await? {
+        // A sparse table of this library, also one that came back through
+        // the FFI as a foreign provider: read as the table itself.
+        if let Some(table) = super::sparse_table::SparseTable::registered(&provider.schema()) {
+            return Ok(Resolved {
+                provider: Arc::new(table),
+                what: format!("table '{source}'"),
+                sparse: true,
+            });
+        }
         return Ok(Resolved {
             provider,
             what: format!("table '{source}'"),
-            tenx: false,
+            sparse: false,
         });
     }
     if let Some(files) = super::tenx::detect(source)? {
         return Ok(Resolved {
             provider: Arc::new(super::tenx::TenxTable::try_new(files)?),
             what: format!("10x directory '{source}'"),
-            tenx: true,
+            sparse: true,
         });
     }
     Ok(Resolved {
         provider: listing(state, source, format).await?,
         what: format!("'{source}'"),
-        tenx: false,
+        sparse: false,
     })
 }
 

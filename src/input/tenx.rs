@@ -40,6 +40,8 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
 
+use super::ExpressionMatrix;
+use super::sparse::{SPARSE_MAX_DENSITY, SparseValues};
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 
 /// Rows per batch of triples.
@@ -290,35 +292,40 @@ struct Triples {
     id_bytes: usize,
 }
 
-/// Reads the matrix's entries (see [`Triples`]), reserving them in
-/// `memory` first.
-fn read_entries(
-    files: &TenxFiles,
-    memory: &QueryMemory,
-    projection: Vec<usize>,
-) -> Result<Triples> {
-    let (
-        Shape {
-            genes,
-            cells,
-            header,
-        },
-        mut reader,
-    ) = shape(files)?;
+/// A matrix file's entries as read (see [`parse_entries`]).
+struct Parsed {
+    shape: Shape,
+    /// `(gene, cell, value)` in file order.
+    entries: Vec<(u32, u32, f64)>,
+    /// The entries' and ids' memory.
+    reservation: Reservation,
+    /// Bytes of the ids in `reservation`.
+    id_bytes: usize,
+}
+
+/// The matrix's entries in file order (with room for an explicit zero per
+/// gene and cell, and a flag for each, when `with_zeros`), reserved in
+/// `memory` before they are read.
+fn parse_entries(files: &TenxFiles, memory: &QueryMemory, with_zeros: bool) -> Result<Parsed> {
+    let (shape, mut reader) = shape(files)?;
+    let header = &shape.header;
+    let extra = if with_zeros {
+        header.rows.saturating_add(header.cols)
+    } else {
+        0
+    };
+    let extra_bytes = extra;
     let path = &files.matrix;
     let name = file_name(path);
-    let id_bytes = genes
+    let id_bytes = shape
+        .genes
         .iter()
-        .chain(&cells)
+        .chain(&shape.cells)
         .map(|id| id.len() + ID_BYTES)
         .sum::<usize>();
-    // Room for the entries and an explicit zero for each gene and cell.
-    let room = header
-        .entries
-        .saturating_add(header.rows)
-        .saturating_add(header.cols);
+    let room = header.entries.saturating_add(extra);
     let entry_bytes = room.saturating_mul(size_of::<(u32, u32, f64)>());
-    let mut reservation = memory.reserve(
+    let reservation = memory.reserve(
         &format!(
             "entries of {name} ({} values of {} genes x {} cells, as (gene, cell, value) \
              triples)",
@@ -326,7 +333,7 @@ fn read_entries(
         ),
         id_bytes
             .saturating_add(entry_bytes)
-            .saturating_add(header.rows + header.cols),
+            .saturating_add(extra_bytes),
     )?;
     let mut entries: Vec<(u32, u32, f64)> = try_with_capacity(room, "10x matrix entries")?;
     let mut buf = String::new();
@@ -384,6 +391,32 @@ fn read_entries(
             header.entries
         )));
     }
+    Ok(Parsed {
+        shape,
+        entries,
+        reservation,
+        id_bytes,
+    })
+}
+
+/// Reads the matrix's entries (see [`Triples`]), reserving them in
+/// `memory` first.
+fn read_entries(
+    files: &TenxFiles,
+    memory: &QueryMemory,
+    projection: Vec<usize>,
+) -> Result<Triples> {
+    let Parsed {
+        shape: Shape {
+            genes,
+            cells,
+            header,
+        },
+        mut entries,
+        mut reservation,
+        id_bytes,
+    } = parse_entries(files, memory, true)?;
+    let entry_bytes = entries.capacity() * size_of::<(u32, u32, f64)>();
     // Genes and cells without entries get one explicit zero.
     let (mut gene_seen, mut cell_seen) = (
         try_filled(header.rows, false, "10x genes seen")?,
@@ -414,6 +447,116 @@ fn read_entries(
         reservation,
         id_bytes,
     })
+}
+
+/// The matrix as its non-zero values (the long layout's reading of it,
+/// without triples): its entries grouped by gene with a counting sort, each
+/// gene's in cell order; genes in the order of `features.tsv`, cells in
+/// that of `barcodes.tsv`. Held dense instead when more than
+/// [`SPARSE_MAX_DENSITY`] of the values are non-zero. Reserved in `memory`;
+/// at the peak the entries as read (16 bytes each) and the non-zero values
+/// (12) are held at once. An entry given twice or a repeated gene or cell id
+/// is an error naming it.
+pub(crate) fn read_matrix(files: &TenxFiles, memory: &QueryMemory) -> Result<ExpressionMatrix> {
+    let Parsed {
+        shape: Shape { genes, cells, .. },
+        entries,
+        reservation,
+        ..
+    } = parse_entries(files, memory, false)?;
+    let (m, n) = (genes.len(), cells.len());
+    let dir = &files.dir;
+    for (ids, file) in [(&genes, &files.features), (&cells, &files.barcodes)] {
+        let mut seen = std::collections::HashSet::with_capacity(ids.len());
+        if let Some(id) = ids.iter().find(|id| !seen.insert(id.as_str())) {
+            return Err(error(format!(
+                "{} names '{id}' twice (10x directory '{dir}')",
+                file_name(file)
+            )));
+        }
+    }
+    if n < 2 {
+        return Err(DataFusionError::Execution(format!(
+            "10x directory '{dir}' has {n} cell(s); Kendall's tau needs at least 2"
+        )));
+    }
+    let mut values_memory =
+        memory.reserve(&format!("non-zero values ({m} genes x {n} cells)"), 0)?;
+    values_memory.try_grow(SparseValues::bytes_for(m, entries.len(), true))?;
+    // Counting sort by gene (stable: file order within a gene).
+    let mut start = vec![0usize; m + 1];
+    for &(g, _, _) in &entries {
+        start[g as usize + 1] += 1;
+    }
+    for g in 0..m {
+        start[g + 1] += start[g];
+    }
+    let mut next = start.clone();
+    let mut sparse = SparseValues {
+        cells: try_filled(entries.len(), 0u32, "non-zero values")?,
+        values: try_filled(entries.len(), 0f64, "non-zero values")?,
+        ..SparseValues::default()
+    };
+    for &(g, c, x) in &entries {
+        let at = &mut next[g as usize];
+        sparse.cells[*at] = c;
+        sparse.values[*at] = x;
+        *at += 1;
+    }
+    drop(entries);
+    drop(reservation);
+    // Each gene's entries in cell order (a file sorted by cell has them so),
+    // none twice; zeros dropped.
+    let mut kept = 0usize;
+    let mut scratch: Vec<(u32, f64)> = Vec::new();
+    sparse.start.push(0);
+    for g in 0..m {
+        let range = start[g]..start[g + 1];
+        if !sparse.cells[range.clone()].is_sorted() {
+            scratch.clear();
+            scratch.extend(range.clone().map(|k| (sparse.cells[k], sparse.values[k])));
+            scratch.sort_by_key(|&(c, _)| c);
+            for (k, &(c, x)) in range.clone().zip(&scratch) {
+                sparse.cells[k] = c;
+                sparse.values[k] = x;
+            }
+        }
+        for k in range {
+            let (c, x) = (sparse.cells[k], sparse.values[k]);
+            if k > start[g] && sparse.cells[k - 1] == c {
+                return Err(error(format!(
+                    "{} gives gene '{}', cell '{}' twice (10x directory '{dir}')",
+                    file_name(&files.matrix),
+                    genes[g],
+                    cells[c as usize]
+                )));
+            }
+            if x != 0.0 {
+                sparse.cells[kept] = c;
+                sparse.values[kept] = x;
+                kept += 1;
+            }
+        }
+        sparse.start.push(kept);
+    }
+    sparse.cells.truncate(kept);
+    sparse.values.truncate(kept);
+    sparse.cells.shrink_to_fit();
+    sparse.values.shrink_to_fit();
+    values_memory.shrink_to(sparse.heap_bytes());
+    let matrix =
+        ExpressionMatrix::from_sparse(StringArray::from(genes), cells, sparse, values_memory);
+    if kept as f64 > SPARSE_MAX_DENSITY * m as f64 * n as f64 {
+        matrix.into_dense(memory)
+    } else {
+        Ok(matrix)
+    }
+}
+
+/// The 10x directory a plan reads, when the plan is a [`TenxExec`] (the
+/// long layout then reads its matrix with [`read_matrix`]).
+pub(crate) fn files_of(plan: &Arc<dyn ExecutionPlan>) -> Option<&TenxFiles> {
+    plan.downcast_ref::<TenxExec>().map(|exec| &exec.files)
 }
 
 impl Triples {

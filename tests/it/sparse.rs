@@ -6,11 +6,13 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, DictionaryArray, Float64Array, Int64Array, StringArray,
+    Array, ArrayRef, DictionaryArray, Float32Array, Float64Array, Int32Array, Int64Array,
+    StringArray,
 };
 use datafusion::arrow::datatypes::Int32Type;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
+use datafusion_kendall::SparseTable;
 
 use crate::common::{self, ctx, run, sorted_bits};
 
@@ -114,6 +116,34 @@ fn register(ctx: &SessionContext, name: &str, rows: &[Vec<f64>], samples: &[Stri
     let table = MemTable::try_new(long.schema(), vec![vec![long]]).unwrap();
     ctx.register_table(format!("{name}_long"), Arc::new(table))
         .unwrap();
+    // And as a sparse table: each gene's non-zero values in sample order,
+    // with a few explicit zeros stored (32-bit offsets, the genes' ids as
+    // a dictionary).
+    let (mut offsets, mut indices, mut data) = (vec![0i32], Vec::new(), Vec::new());
+    for row in rows {
+        for (k, &x) in row.iter().enumerate() {
+            if x != 0.0 || d.below(40) == 0 {
+                indices.push(k as i32);
+                data.push(x);
+            }
+        }
+        offsets.push(indices.len() as i32);
+    }
+    let genes = DictionaryArray::<Int32Type>::try_new(
+        (0..rows.len() as i32).collect(),
+        Arc::new(StringArray::from_iter_values(&ids)),
+    )
+    .unwrap();
+    let table = SparseTable::try_new(
+        &genes,
+        &StringArray::from_iter_values(samples),
+        &Int32Array::from(offsets),
+        &Int32Array::from(indices),
+        &Float64Array::from(data),
+    )
+    .unwrap();
+    ctx.register_table(format!("{name}_table"), Arc::new(table))
+        .unwrap();
 }
 
 async fn rows_of(ctx: &SessionContext, sql: &str) -> Vec<common::RowBits> {
@@ -136,6 +166,12 @@ async fn sparse_inputs_equal_their_dense_form_bit_for_bit() {
             let got = rows_of(&ctx, &format!("{sparse}; {set}; {}", q("a_long"))).await;
             assert_eq!(got.len(), 16 * 15 / 2);
             assert_eq!(got, expected, "all pairs, n {n}, kernel {kernel}");
+            // A sparse table implies the layout.
+            let got = rows_of(&ctx, &format!("{dense}; {set}; {}", q("a_table"))).await;
+            assert_eq!(
+                got, expected,
+                "all pairs of a sparse table, n {n}, kernel {kernel}"
+            );
         }
         // The right matrix: its samples in another order, one of the left's
         // missing and one of its own.
@@ -150,6 +186,10 @@ async fn sparse_inputs_equal_their_dense_form_bit_for_bit() {
         let got = rows_of(&ctx, &format!("{sparse}; {}", q("a_long", "b_long"))).await;
         assert_eq!(got.len(), 16 * 9);
         assert_eq!(got, expected, "cross pairs, n {n}");
+        let tables = rows_of(&ctx, &format!("{dense}; {}", q("a_table", "b_table"))).await;
+        assert_eq!(tables, expected, "cross pairs of sparse tables, n {n}");
+        let mixed = rows_of(&ctx, &format!("{sparse}; {}", q("a_table", "b_long"))).await;
+        assert_eq!(mixed, expected, "a sparse table against triples, n {n}");
         assert!(got.iter().all(|r| r.4 == n as i64 - 1), "shared samples");
         // Candidate pairs, on both sides sparse.
         let list = common::batch(vec![
@@ -175,6 +215,8 @@ async fn sparse_inputs_equal_their_dense_form_bit_for_bit() {
         let got = rows_of(&ctx, &format!("{sparse}; {}", q("a_long", "b_long"))).await;
         assert_eq!(got.len(), 5);
         assert_eq!(got, expected, "candidate pairs, n {n}");
+        let tables = rows_of(&ctx, &format!("{dense}; {}", q("a_table", "b_table"))).await;
+        assert_eq!(tables, expected, "candidate pairs of sparse tables, n {n}");
     }
 }
 
@@ -290,4 +332,125 @@ async fn sparse_integers_beyond_2_pow_53_are_exact() {
     )
     .await;
     assert!(merged.iter().any(|r| f64::from_bits(r.2).abs() > 0.0));
+}
+
+/// A sparse table read as a table: its stored entries as triples, plus one
+/// zero for a gene and one for a sample without any; 32-bit float values
+/// widened, 64-bit offsets and indices taken.
+#[tokio::test]
+async fn a_sparse_table_reads_as_triples() {
+    let ctx = ctx(1);
+    // Genes x, y, empty z over samples a, b, c, d (d without any entry).
+    let table = SparseTable::try_new(
+        &StringArray::from_iter_values(["x", "y", "z"]),
+        &StringArray::from_iter_values(["a", "b", "c", "d"]),
+        &Int64Array::from(vec![0i64, 2, 4, 4]),
+        &Int64Array::from(vec![0i64, 2, 1, 2]),
+        &Float32Array::from(vec![1.5f32, 0.0, -2.0, 4.0]),
+    )
+    .unwrap();
+    assert_eq!((table.genes(), table.samples(), table.entries()), (3, 4, 4));
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let batches = run(
+        &ctx,
+        "SELECT CAST(gene AS VARCHAR) AS g, CAST(sample AS VARCHAR) AS s, value FROM t \
+         ORDER BY g, s",
+    )
+    .await
+    .unwrap();
+    let got: Vec<String> = datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+        .unwrap()
+        .to_string()
+        .lines()
+        .filter(|l| l.starts_with("| "))
+        .skip(1)
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            "| x | a | 1.5 |",
+            "| x | c | 0.0 |",
+            "| x | d | 0.0 |",
+            "| y | b | -2.0 |",
+            "| y | c | 4.0 |",
+            "| z | a | 0.0 |",
+        ]
+    );
+    // x = (1.5, 0, 0, 0), y = (0, -2, 4, 0): (a, b) concordant, (a, c)
+    // discordant, (a, d) tied in y, the rest tied in x: S = 0.
+    let batches = run(
+        &ctx,
+        "SELECT tau FROM kendall_all_pairs('t') WHERE gene_i = 'x' AND gene_j = 'y'",
+    )
+    .await
+    .unwrap();
+    let tau = batches[0]
+        .column(0)
+        .as_any()
+        .downcast_ref::<Float64Array>()
+        .unwrap()
+        .value(0);
+    assert_eq!(tau, 0.0);
+}
+
+/// Bad arrays are refused when the table is made, naming what is wrong.
+#[test]
+fn bad_sparse_tables_are_refused_by_name() {
+    let genes = StringArray::from_iter_values(["x", "y"]);
+    let samples = StringArray::from_iter_values(["a", "b", "c"]);
+    let make = |genes: &StringArray, offsets: Vec<i32>, indices: Vec<i32>, data: Vec<f64>| {
+        SparseTable::try_new(
+            genes,
+            &samples,
+            &Int32Array::from(offsets),
+            &Int32Array::from(indices),
+            &Float64Array::from(data),
+        )
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default()
+    };
+    let cases = [
+        (
+            make(&genes, vec![0, 1], vec![0], vec![1.0]),
+            "2 genes need 3 offsets",
+        ),
+        (
+            make(&genes, vec![0, 2, 1], vec![0, 1], vec![1.0, 1.0]),
+            "offsets must run from 0",
+        ),
+        (
+            make(&genes, vec![0, 2, 2], vec![1, 0], vec![1.0, 1.0]),
+            "gene 'x' lists sample 'a' out of order",
+        ),
+        (
+            make(&genes, vec![0, 2, 2], vec![1, 1], vec![1.0, 1.0]),
+            "gene 'x' lists sample 'b' twice",
+        ),
+        (
+            make(&genes, vec![0, 1, 2], vec![0, 3], vec![1.0, 1.0]),
+            "gene 'y' has an entry at sample index 3",
+        ),
+        (
+            make(&genes, vec![0, 1, 2], vec![0, 1], vec![1.0, f64::NAN]),
+            "gene 'y', sample 'b' has the value NaN",
+        ),
+        (
+            make(&genes, vec![0, 1, 2], vec![0], vec![1.0, 1.0]),
+            "1 sample indices but 2 values",
+        ),
+        (
+            make(
+                &StringArray::from_iter_values(["x", "x"]),
+                vec![0, 1, 2],
+                vec![0, 1],
+                vec![1.0, 1.0],
+            ),
+            "gene id 'x' is given twice",
+        ),
+    ];
+    for (got, want) in cases {
+        assert!(got.contains(want), "{got:?} should say {want:?}");
+    }
 }

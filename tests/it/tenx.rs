@@ -120,3 +120,71 @@ async fn bad_10x_directories_are_errors_naming_the_file() {
         &["10x directory", "takes no column names"],
     );
 }
+
+/// Entries in any order are read as the same matrix (each gene's sorted by
+/// cell); an entry given twice and a repeated barcode are errors naming them.
+#[tokio::test]
+async fn entries_in_any_order_and_repeats_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        std::fs::File::create(dir.path().join(name))
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap()
+    };
+    let path = dir.path().display().to_string();
+    write("features.tsv", "a\nb\nc\n");
+    write("barcodes.tsv", "w\nx\ny\nz\n");
+    // a = (5, 0, 1, 2), b = (0, 3, 0, 1), c all zero; entries shuffled,
+    // one explicit zero.
+    write(
+        "matrix.mtx",
+        "%%MatrixMarket matrix coordinate integer general\n3 4 7\n\
+         1 4 2\n2 2 3\n1 1 5\n2 4 1\n1 3 1\n3 1 0\n2 1 0\n",
+    );
+    let batches = run(
+        &ctx(1),
+        &format!(
+            "SELECT tau, n FROM kendall_all_pairs('{path}') WHERE gene_i = 'a' AND gene_j = 'b'"
+        ),
+    )
+    .await
+    .unwrap();
+    let column = |k: usize| {
+        datafusion::arrow::compute::cast(
+            batches[0].column(k),
+            &datafusion::arrow::datatypes::DataType::Float64,
+        )
+        .unwrap()
+    };
+    let (tau, n) = (column(0), column(1));
+    let value = |a: &datafusion::arrow::array::ArrayRef| {
+        a.as_any()
+            .downcast_ref::<datafusion::arrow::array::Float64Array>()
+            .unwrap()
+            .value(0)
+    };
+    // (w,x) D, (w,y) tied in b, (w,z) D, (x,y) D, (x,z) D, (y,z) C:
+    // S = 1 - 4 = -3; a without ties, one tied pair in b.
+    let want = -3.0 / (6.0f64 * 5.0).sqrt();
+    assert!(
+        (value(&tau) - want).abs() < 1e-15,
+        "{} vs {want}",
+        value(&tau)
+    );
+    assert_eq!(value(&n), 4.0);
+    write(
+        "matrix.mtx",
+        "%%MatrixMarket matrix coordinate integer general\n3 4 3\n1 4 2\n2 2 3\n1 4 1\n",
+    );
+    let sql = format!("SELECT count(*) FROM kendall_all_pairs('{path}')");
+    common::assert_contains(
+        &common::error(&ctx(1), &sql).await,
+        &["gene 'a', cell 'z' twice"],
+    );
+    write("barcodes.tsv", "w\nx\nw\nz\n");
+    common::assert_contains(
+        &common::error(&ctx(1), &sql).await,
+        &["barcodes.tsv names 'w' twice"],
+    );
+}

@@ -312,7 +312,17 @@ fn rank_sparse_gene(
             .total_cmp(&key(b))
             .then_with(|| residual(a).cmp(&residual(b)))
     };
-    let sorted: Vec<u32> = if values.residuals.is_empty() {
+    // One value at every non-zero (a binarised peak): in sample order
+    // already, no sort and no comparisons.
+    let all_equal = values.residuals.is_empty()
+        && values.values[range.clone()]
+            .iter()
+            .all(|&x| x.to_bits() == values.values[base].to_bits());
+    // The sorted entries' keys, where they were sorted by them.
+    let mut sorted_keys: Vec<u64> = Vec::new();
+    let sorted: Vec<u32> = if all_equal {
+        (0..k as u32).collect()
+    } else if values.residuals.is_empty() {
         // Values as integers of the same order (IEEE 754 total order, as
         // `total_cmp`), each with its entry: one sort of distinct u64
         // pairs, no comparator calls.
@@ -322,13 +332,20 @@ fn rank_sparse_gene(
         };
         let mut keys: Vec<(u64, u32)> = (0..k as u32).map(|q| (ordered(key(q)), q)).collect();
         keys.sort_unstable();
+        sorted_keys = keys.iter().map(|&(x, _)| x).collect();
         keys.into_iter().map(|(_, q)| q).collect()
     } else {
         let mut sorted: Vec<u32> = (0..k as u32).collect();
         sorted.sort_by(|&a, &b| cmp(a, b));
         sorted
     };
-    let negatives = sorted.iter().filter(|&&q| key(q) < 0.0).count();
+    // Negatives come first.
+    let negatives = sorted.partition_point(|&q| key(q) < 0.0);
+    let differs = |q: usize| match () {
+        _ if all_equal => false,
+        _ if !sorted_keys.is_empty() => sorted_keys[q] != sorted_keys[q - 1],
+        _ => cmp(sorted[q], sorted[q - 1]).is_ne(),
+    };
     let mut groups = Vec::new();
     let mut rank = 0u32;
     let mut zero_rank = 0u32;
@@ -341,7 +358,7 @@ fn rank_sparse_gene(
         }
     };
     for q in 0..k {
-        let new_run = q > 0 && (q == negatives || cmp(sorted[q], sorted[q - 1]).is_ne());
+        let new_run = q > 0 && (q == negatives || differs(q));
         if q == negatives && zeros > 0 {
             // The zero group sits between negatives and positives.
             if q > 0 {

@@ -1,0 +1,548 @@
+//! A genes × samples matrix held in memory as its stored entries, compressed
+//! by gene ([`SparseTable`]): scipy's CSC form of a cells × genes matrix
+//! (AnnData's `.X`), handed over from Python without copying.
+//!
+//! As a table it is `(gene, sample, value)` triples of its stored entries,
+//! read like a 10x directory: with the `long` layout and absent entries 0
+//! (both implied). A Kendall query does not read those triples: its load
+//! takes the entries straight from the arrays ([`SparseTable::matrix`]), one
+//! pass, no ids to look up and nothing to sort. Other queries (`SELECT *`)
+//! read the triples.
+//!
+//! Through the FFI (a table registered in a Python `SessionContext`) the
+//! table comes back to this library as a foreign provider; its schema's
+//! metadata names it ([`TABLE_KEY`]) and [`SparseTable::registered`] finds
+//! it again among the live tables of the process, so it is still read in
+//! place, by this library.
+//!
+//! The arrays are the caller's (Arrow buffers shared, not copied) and are
+//! checked when the table is made: ids unique and non-null, offsets
+//! ascending from 0 to the number of entries, each gene's sample indices
+//! in range and strictly ascending, values finite. Being the caller's memory,
+//! they are not reserved in a query's memory pool (as a memory table's
+//! batches are not); what a query builds from them is.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, DictionaryArray, Float64Array, RecordBatch, StringArray, UInt32Array,
+};
+use datafusion::arrow::buffer::ScalarBuffer;
+use datafusion::arrow::compute::cast;
+use datafusion::arrow::datatypes::{
+    DataType, Field, Float64Type, Int32Type, Int64Type, Schema, SchemaRef, UInt32Type,
+};
+use datafusion::catalog::{Session, TableProvider};
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::error::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::logical_expr::{Expr, TableType};
+use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
+
+use super::ExpressionMatrix;
+use super::sparse::{SPARSE_MAX_DENSITY, SparseValues};
+use crate::memory::{QueryMemory, try_with_capacity};
+
+/// Rows per batch of triples.
+const BATCH_ROWS: usize = 1 << 16;
+
+/// The schema metadata key whose value numbers a [`SparseTable`] among the
+/// live tables of the process.
+pub const TABLE_KEY: &str = "datafusion_kendall.sparse_table";
+
+/// The live tables of the process, by number (dead ones are dropped as new
+/// ones come).
+static LIVE: Mutex<Vec<(u64, Weak<Entries>)>> = Mutex::new(Vec::new());
+
+/// The next table's number.
+static NEXT: AtomicU64 = AtomicU64::new(1);
+
+/// A genes × samples matrix as its stored entries, gene by gene, as a
+/// table (see the [module](self)).
+#[derive(Debug, Clone)]
+pub struct SparseTable(Arc<Entries>);
+
+/// The checked arrays of a [`SparseTable`].
+#[derive(Debug)]
+struct Entries {
+    /// The table's number in [`LIVE`] (and its schema's [`TABLE_KEY`]).
+    number: u64,
+    genes: StringArray,
+    samples: StringArray,
+    /// Gene `g`'s entries are `offsets[g]..offsets[g + 1]`.
+    offsets: Vec<usize>,
+    /// Each entry's sample (its position in `samples`).
+    indices: ScalarBuffer<i32>,
+    /// Each entry's value.
+    values: ScalarBuffer<f64>,
+    /// Samples without any entry (each read as one explicit zero of the
+    /// first gene, so that the triples name every sample).
+    empty_samples: Vec<u32>,
+    /// Stored entries whose value is not 0.
+    nonzero: usize,
+}
+
+fn error(msg: String) -> DataFusionError {
+    DataFusionError::Plan(format!("sparse matrix: {msg}"))
+}
+
+/// Unique non-null ids, as a `StringArray`.
+fn ids(array: &dyn Array, role: &str) -> Result<StringArray> {
+    let strings = cast(array, &DataType::Utf8)
+        .map_err(|e| error(format!("{role} ids must be strings: {e}")))?;
+    let strings = strings.as_string::<i32>().clone();
+    if strings.null_count() > 0 {
+        return Err(error(format!("a {role} id is null")));
+    }
+    let mut seen = HashSet::with_capacity(strings.len());
+    for id in strings.iter().flatten() {
+        if !seen.insert(id) {
+            return Err(error(format!("{role} id '{id}' is given twice")));
+        }
+    }
+    Ok(strings)
+}
+
+impl SparseTable {
+    /// The matrix of genes `genes` × samples `samples` (ids: strings, or
+    /// anything that casts to them) whose gene `g` holds the values
+    /// `data[offsets[g]..offsets[g + 1]]` at samples
+    /// `indices[offsets[g]..offsets[g + 1]]` (positions in `samples`,
+    /// ascending); the others are 0. `offsets` are 32- or 64-bit integers,
+    /// `indices` 32-bit (64-bit ones are narrowed), `data` 64-bit floats
+    /// (32-bit floats are widened). The arrays are checked here (see the
+    /// [module](self)); an error names the gene, sample or entry at fault.
+    pub fn try_new(
+        genes: &dyn Array,
+        samples: &dyn Array,
+        offsets: &dyn Array,
+        indices: &dyn Array,
+        data: &dyn Array,
+    ) -> Result<Self> {
+        let entries = Arc::new(Entries::try_new(genes, samples, offsets, indices, data)?);
+        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|(_, t)| t.strong_count() > 0);
+        live.push((entries.number, Arc::downgrade(&entries)));
+        Ok(Self(entries))
+    }
+
+    /// The live table whose schema `schema` is (by its [`TABLE_KEY`]), as
+    /// this library's own provider: a table made here that came back
+    /// through the FFI as a foreign one.
+    pub fn registered(schema: &Schema) -> Option<Self> {
+        let number: u64 = schema.metadata().get(TABLE_KEY)?.parse().ok()?;
+        let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        live.iter()
+            .find(|(n, _)| *n == number)
+            .and_then(|(_, t)| t.upgrade())
+            .map(Self)
+    }
+
+    /// Number of genes.
+    pub fn genes(&self) -> usize {
+        self.0.genes()
+    }
+
+    /// Number of samples.
+    pub fn samples(&self) -> usize {
+        self.0.samples()
+    }
+
+    /// Number of stored entries.
+    pub fn entries(&self) -> usize {
+        self.0.indices.len()
+    }
+
+    /// The expression matrix a Kendall query reads (see [`Entries::matrix`]).
+    pub(crate) fn matrix(&self, memory: &QueryMemory, what: &str) -> Result<ExpressionMatrix> {
+        self.0.matrix(memory, what)
+    }
+}
+
+impl Entries {
+    fn try_new(
+        genes: &dyn Array,
+        samples: &dyn Array,
+        offsets: &dyn Array,
+        indices: &dyn Array,
+        data: &dyn Array,
+    ) -> Result<Self> {
+        let genes = ids(genes, "gene")?;
+        let samples = ids(samples, "sample")?;
+        let (m, n) = (genes.len(), samples.len());
+        if n > u32::MAX as usize || m > u32::MAX as usize {
+            return Err(error(format!("{m} genes x {n} samples is too large")));
+        }
+        let no_nulls = |a: &dyn Array, what: &str| {
+            if a.null_count() > 0 {
+                Err(error(format!("the {what} hold a null")))
+            } else {
+                Ok(())
+            }
+        };
+        no_nulls(offsets, "offsets")?;
+        no_nulls(indices, "sample indices")?;
+        no_nulls(data, "values")?;
+        let offsets = match offsets.data_type() {
+            DataType::Int32 | DataType::Int64 => cast(offsets, &DataType::Int64)?,
+            t => return Err(error(format!("offsets must be integers, got {t}"))),
+        };
+        let offsets = offsets.as_primitive::<Int64Type>().values();
+        let indices = match indices.data_type() {
+            DataType::Int32 => indices.as_primitive::<Int32Type>().values().clone(),
+            DataType::Int64 => cast(indices, &DataType::Int32)
+                .map_err(|e| error(format!("sample indices beyond 32 bits: {e}")))?
+                .as_primitive::<Int32Type>()
+                .values()
+                .clone(),
+            t => {
+                return Err(error(format!(
+                    "sample indices must be 32- or 64-bit integers, got {t}"
+                )));
+            }
+        };
+        let values: ScalarBuffer<f64> = match data.data_type() {
+            DataType::Float64 => data.as_primitive::<Float64Type>().values().clone(),
+            DataType::Float32 => cast(data, &DataType::Float64)?
+                .as_primitive::<Float64Type>()
+                .values()
+                .clone(),
+            t => {
+                return Err(error(format!(
+                    "values must be 64- or 32-bit floats, got {t} (convert integers to floats)"
+                )));
+            }
+        };
+        if offsets.len() != m + 1 {
+            return Err(error(format!(
+                "{m} genes need {} offsets, got {}",
+                m + 1,
+                offsets.len()
+            )));
+        }
+        let entries = indices.len();
+        if values.len() != entries {
+            return Err(error(format!(
+                "{entries} sample indices but {} values",
+                values.len()
+            )));
+        }
+        if offsets[0] != 0 || offsets[m] != entries as i64 {
+            return Err(error(format!(
+                "offsets must run from 0 to the number of entries ({entries}), got {} .. {}",
+                offsets[0], offsets[m]
+            )));
+        }
+        let mut starts = Vec::with_capacity(m + 1);
+        let mut seen = vec![false; n];
+        let mut nonzero = 0usize;
+        starts.push(0usize);
+        for g in 0..m {
+            let (a, b) = (offsets[g], offsets[g + 1]);
+            if b < a {
+                return Err(error(format!(
+                    "offsets decrease at gene '{}' ({a} then {b})",
+                    genes.value(g)
+                )));
+            }
+            let (a, b) = (a as usize, b as usize);
+            let mut last = -1i64;
+            for k in a..b {
+                let s = indices[k] as i64;
+                if s < 0 || s >= n as i64 {
+                    return Err(error(format!(
+                        "gene '{}' has an entry at sample index {s}, outside 0..{n}",
+                        genes.value(g)
+                    )));
+                }
+                if s <= last {
+                    return Err(error(format!(
+                        "gene '{}' lists sample '{}' {} (each gene's sample indices must be \
+                         strictly ascending; scipy: sort_indices() and sum_duplicates())",
+                        genes.value(g),
+                        samples.value(s as usize),
+                        if s == last { "twice" } else { "out of order" }
+                    )));
+                }
+                last = s;
+                seen[s as usize] = true;
+                let x = values[k];
+                if !x.is_finite() {
+                    return Err(error(format!(
+                        "gene '{}', sample '{}' has the value {x}; the values must be finite",
+                        genes.value(g),
+                        samples.value(s as usize)
+                    )));
+                }
+                nonzero += usize::from(x != 0.0);
+            }
+            starts.push(b);
+        }
+        let empty_samples = (0..n as u32).filter(|&s| !seen[s as usize]).collect();
+        Ok(Self {
+            number: NEXT.fetch_add(1, Ordering::Relaxed),
+            genes,
+            samples,
+            offsets: starts,
+            indices,
+            values,
+            empty_samples,
+            nonzero,
+        })
+    }
+
+    /// Number of genes.
+    pub fn genes(&self) -> usize {
+        self.genes.len()
+    }
+
+    /// Number of samples.
+    pub fn samples(&self) -> usize {
+        self.samples.len()
+    }
+
+    /// The expression matrix a Kendall query reads: the non-zero entries
+    /// (reserved in `memory`), or, when more than
+    /// [`SPARSE_MAX_DENSITY`] of the values are non-zero, the dense matrix
+    /// (as a long input with absent zeros is read). `what` names the source
+    /// in errors.
+    pub(crate) fn matrix(&self, memory: &QueryMemory, what: &str) -> Result<ExpressionMatrix> {
+        let (m, n) = (self.genes(), self.samples());
+        if n < 2 {
+            return Err(DataFusionError::Execution(format!(
+                "{what} has {n} sample(s); Kendall's tau needs at least 2"
+            )));
+        }
+        let mut reservation =
+            memory.reserve(&format!("non-zero values ({m} genes x {n} samples)"), 0)?;
+        reservation.try_grow(SparseValues::bytes_for(m, self.nonzero, true))?;
+        let mut sparse = SparseValues {
+            start: Vec::with_capacity(m + 1),
+            cells: try_with_capacity(self.nonzero, "non-zero values")?,
+            values: try_with_capacity(self.nonzero, "non-zero values")?,
+            residuals: Vec::new(),
+        };
+        sparse.start.push(0);
+        for g in 0..m {
+            for k in self.offsets[g]..self.offsets[g + 1] {
+                let x = self.values[k];
+                if x != 0.0 {
+                    // In range (checked when made).
+                    sparse.cells.push(self.indices[k] as u32);
+                    sparse.values.push(x);
+                }
+            }
+            sparse.start.push(sparse.cells.len());
+        }
+        let sample_ids = self.samples.iter().flatten().map(str::to_string).collect();
+        let matrix =
+            ExpressionMatrix::from_sparse(self.genes.clone(), sample_ids, sparse, reservation);
+        if self.nonzero as f64 > SPARSE_MAX_DENSITY * m as f64 * n as f64 {
+            matrix.into_dense(memory)
+        } else {
+            Ok(matrix)
+        }
+    }
+}
+
+/// The type of the id columns: keys into the genes' or the samples' ids.
+fn id_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8))
+}
+
+/// `gene`, `sample`, `value` (the long layout's default column names), the
+/// table's number in the metadata.
+fn schema(number: u64) -> SchemaRef {
+    let fields = vec![
+        Field::new("gene", id_type(), false),
+        Field::new("sample", id_type(), false),
+        Field::new("value", DataType::Float64, false),
+    ];
+    let metadata = [(TABLE_KEY.to_string(), number.to_string())].into();
+    Arc::new(Schema::new_with_metadata(fields, metadata))
+}
+
+#[async_trait]
+impl TableProvider for SparseTable {
+    fn schema(&self) -> SchemaRef {
+        schema(self.0.number)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Temporary
+    }
+
+    async fn scan(
+        &self,
+        _state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        _filters: &[Expr],
+        _limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let projection = projection.cloned().unwrap_or_else(|| vec![0, 1, 2]);
+        let schema = Arc::new(schema(self.0.number).project(&projection)?);
+        let properties = PlanProperties::new(
+            EquivalenceProperties::new(Arc::clone(&schema)),
+            Partitioning::UnknownPartitioning(1),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        Ok(Arc::new(SparseTableExec {
+            table: Arc::clone(&self.0),
+            projection,
+            schema,
+            properties: Arc::new(properties),
+        }))
+    }
+}
+
+/// The scan of a [`SparseTable`]: its triples, in gene order (a Kendall
+/// query's load reads the table itself, found by the scan's schema).
+#[derive(Debug)]
+pub struct SparseTableExec {
+    table: Arc<Entries>,
+    projection: Vec<usize>,
+    schema: SchemaRef,
+    properties: Arc<PlanProperties>,
+}
+
+impl DisplayAs for SparseTableExec {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(
+            f,
+            "SparseTableExec: {} genes x {} samples, {} entries",
+            self.table.genes(),
+            self.table.samples(),
+            self.table.indices.len()
+        )
+    }
+}
+
+impl ExecutionPlan for SparseTableExec {
+    fn name(&self) -> &str {
+        "SparseTableExec"
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        vec![]
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        _partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let triples = Triples {
+            table: Arc::clone(&self.table),
+            projection: self.projection.clone(),
+            gene: 0,
+            entry: 0,
+            empty_sample: 0,
+        };
+        Ok(Box::pin(RecordBatchStreamAdapter::new(
+            Arc::clone(&self.schema),
+            futures::stream::iter(triples),
+        )))
+    }
+}
+
+/// The triples of a table, batch by batch: gene after gene, its entries
+/// (or one zero), then a zero of the first gene for each sample without
+/// any entry.
+struct Triples {
+    table: Arc<Entries>,
+    projection: Vec<usize>,
+    /// The next gene, and the next of its entries.
+    gene: usize,
+    entry: usize,
+    /// The next of the samples without any entry.
+    empty_sample: usize,
+}
+
+impl Triples {
+    fn batch(&mut self) -> Result<RecordBatch> {
+        let t = &self.table;
+        let mut genes = Vec::with_capacity(BATCH_ROWS);
+        let mut samples = Vec::with_capacity(BATCH_ROWS);
+        let mut values = Vec::with_capacity(BATCH_ROWS);
+        while genes.len() < BATCH_ROWS && self.gene < t.genes() {
+            let g = self.gene;
+            let end = t.offsets[g + 1];
+            if t.offsets[g] == end {
+                genes.push(g as u32);
+                samples.push(0);
+                values.push(0.0);
+                self.gene += 1;
+                continue;
+            }
+            self.entry = self.entry.max(t.offsets[g]);
+            let take = (end - self.entry).min(BATCH_ROWS - genes.len());
+            for k in self.entry..self.entry + take {
+                genes.push(g as u32);
+                samples.push(t.indices[k] as u32);
+                values.push(t.values[k]);
+            }
+            self.entry += take;
+            if self.entry == end {
+                self.gene += 1;
+            }
+        }
+        while genes.len() < BATCH_ROWS && self.empty_sample < t.empty_samples.len() {
+            genes.push(0);
+            samples.push(t.empty_samples[self.empty_sample]);
+            values.push(0.0);
+            self.empty_sample += 1;
+        }
+        let keyed = |keys: Vec<u32>, ids: &StringArray| -> Result<ArrayRef> {
+            Ok(Arc::new(DictionaryArray::<UInt32Type>::try_new(
+                UInt32Array::from(keys),
+                Arc::new(ids.clone()),
+            )?))
+        };
+        let columns = vec![
+            keyed(genes, &t.genes)?,
+            keyed(samples, &t.samples)?,
+            Arc::new(Float64Array::from(values)) as ArrayRef,
+        ];
+        Ok(RecordBatch::try_new(schema(t.number), columns)?.project(&self.projection)?)
+    }
+
+    fn done(&self) -> bool {
+        self.gene >= self.table.genes() && self.empty_sample >= self.table.empty_samples.len()
+    }
+}
+
+impl Iterator for Triples {
+    type Item = Result<RecordBatch>;
+
+    fn next(&mut self) -> Option<Result<RecordBatch>> {
+        (!self.done()).then(|| self.batch())
+    }
+}
