@@ -331,7 +331,7 @@ fn rank_sparse_gene(
             bits ^ (((bits as i64 >> 63) as u64) >> 1) ^ (1 << 63)
         };
         let mut keys: Vec<(u64, u32)> = (0..k as u32).map(|q| (ordered(key(q)), q)).collect();
-        keys.sort_unstable();
+        sort_keys(&mut keys);
         sorted_keys = keys.iter().map(|&(x, _)| x).collect();
         keys.into_iter().map(|(_, q)| q).collect()
     } else {
@@ -395,6 +395,42 @@ fn rank_sparse_gene(
         present: samples as u32,
     };
     (summary, (negatives as u32, zero_rank), groups)
+}
+
+/// Sorts `(key, entry)` pairs whose entries ascend as given by key, ties
+/// in entry order: the order of `sort_unstable` on the pairs. A
+/// least-significant-byte-first radix sort (stable), skipping the bytes
+/// every key shares; short lists by comparison.
+fn sort_keys(keys: &mut Vec<(u64, u32)>) {
+    let n = keys.len();
+    if n < 256 {
+        keys.sort_unstable();
+        return;
+    }
+    let mut counts = [[0usize; 256]; 8];
+    for &(key, _) in keys.iter() {
+        for (b, count) in counts.iter_mut().enumerate() {
+            count[(key >> (8 * b)) as u8 as usize] += 1;
+        }
+    }
+    let mut other = vec![(0u64, 0u32); n];
+    for (b, count) in counts.iter().enumerate() {
+        if count.contains(&n) {
+            continue;
+        }
+        let mut next = [0usize; 256];
+        let mut sum = 0;
+        for (slot, &c) in next.iter_mut().zip(count) {
+            *slot = sum;
+            sum += c;
+        }
+        for &(key, entry) in keys.iter() {
+            let d = (key >> (8 * b)) as u8 as usize;
+            other[next[d]] = (key, entry);
+            next[d] += 1;
+        }
+        std::mem::swap(keys, &mut other);
+    }
 }
 
 /// Two genes of a matrix as a dense two-gene matrix (genes 0 and 1), for
@@ -545,6 +581,31 @@ mod tests {
                     assert_eq!(p.tied_in_both(0, 1), d.tied_in_both(i, j));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn radix_sorted_keys_equal_a_comparison_sort() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (n, spread) in [(5usize, 3u64), (300, 7), (1000, u64::MAX), (5000, 1 << 40)] {
+            let mut keys: Vec<(u64, u32)> = (0..n as u32)
+                .map(|q| {
+                    let x = next();
+                    // Some keys share their high bytes, some are tied.
+                    let key = if spread == u64::MAX { x } else { (1 << 62) + x % spread };
+                    (key, q)
+                })
+                .collect();
+            let mut expected = keys.clone();
+            expected.sort_unstable();
+            sort_keys(&mut keys);
+            assert_eq!(keys, expected, "n {n}");
         }
     }
 }
