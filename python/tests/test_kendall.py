@@ -259,6 +259,17 @@ def test_corr_of_anndata_equals_scipy(sparse):
     assert_close(ours, scipy_pairs(x.astype(np.float64), ids), ["tau"])
 
 
+def test_a_10x_directory_reads_as_its_dense_matrix():
+    # Through the FFI the directory's scan comes back as a foreign plan; the
+    # engine still reads the matrix itself (no triples).
+    ctx = dk.context()
+    query = "SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{}') ORDER BY gene_i, gene_j"
+    tenx = ctx.sql(query.format(REPO / "data" / "tenx_demo")).to_pandas()
+    dense = ctx.sql(query.format(TENX_DENSE)).to_pandas()
+    assert len(tenx) == 40 * 39 // 2
+    pd.testing.assert_frame_equal(tenx, dense)
+
+
 def test_bad_input_raises_our_message():
     # The engine's messages, through the FFI, as Python exceptions.
     with pytest.raises(Exception, match="needs at least 2"):

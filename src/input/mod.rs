@@ -15,6 +15,7 @@
 //! naming the source, column or gene.
 
 mod layouts;
+pub mod live;
 mod missing;
 pub mod pair_list;
 mod rank;
@@ -390,7 +391,7 @@ fn load_unguarded(
             return table.matrix(memory, &spec.what);
         }
         if let Some(files) = batches.tenx_files() {
-            return tenx::read_matrix(files, memory);
+            return tenx::read_matrix(&files, memory);
         }
     }
     batches.reserve_reader(memory)?;

@@ -100,7 +100,7 @@ impl InputBatches {
     /// The 10x directory the plan reads, when it is one read by this
     /// library's own scan (the long layout then reads its matrix without
     /// triples).
-    pub(crate) fn tenx_files(&self) -> Option<&super::tenx::TenxFiles> {
+    pub(crate) fn tenx_files(&self) -> Option<std::sync::Arc<super::tenx::TenxFiles>> {
         super::tenx::files_of(&self.plan)
     }
 

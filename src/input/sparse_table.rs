@@ -11,9 +11,8 @@
 //!
 //! Through the FFI (a table registered in a Python `SessionContext`) the
 //! table comes back to this library as a foreign provider; its schema's
-//! metadata names it ([`TABLE_KEY`]) and [`SparseTable::registered`] finds
-//! it again among the live tables of the process, so it is still read in
-//! place, by this library.
+//! metadata numbers it ([`super::live`]) and [`SparseTable::registered`]
+//! finds it again, so it is still read in place, by this library.
 //!
 //! The arrays are the caller's (Arrow buffers shared, not copied) and are
 //! checked when the table is made: ids unique and non-null, offsets
@@ -24,8 +23,7 @@
 
 use std::collections::HashSet;
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{
@@ -49,22 +47,15 @@ use datafusion::physical_plan::{
 };
 
 use super::ExpressionMatrix;
+use super::live::{self, Live};
 use super::sparse::{SPARSE_MAX_DENSITY, SparseValues};
 use crate::memory::{QueryMemory, try_with_capacity};
 
 /// Rows per batch of triples.
 const BATCH_ROWS: usize = 1 << 16;
 
-/// The schema metadata key whose value numbers a [`SparseTable`] among the
-/// live tables of the process.
-pub const TABLE_KEY: &str = "datafusion_kendall.sparse_table";
-
-/// The live tables of the process, by number (dead ones are dropped as new
-/// ones come).
-static LIVE: Mutex<Vec<(u64, Weak<Entries>)>> = Mutex::new(Vec::new());
-
-/// The next table's number.
-static NEXT: AtomicU64 = AtomicU64::new(1);
+/// The live sparse tables of the process.
+static LIVE: Live<Entries> = Live::new();
 
 /// A genes × samples matrix as its stored entries, gene by gene, as a
 /// table (see the [module](self)).
@@ -74,7 +65,7 @@ pub struct SparseTable(Arc<Entries>);
 /// The checked arrays of a [`SparseTable`].
 #[derive(Debug)]
 struct Entries {
-    /// The table's number in [`LIVE`] (and its schema's [`TABLE_KEY`]).
+    /// The table's number in [`LIVE`] (and in its schema's metadata).
     number: u64,
     genes: StringArray,
     samples: StringArray,
@@ -129,22 +120,15 @@ impl SparseTable {
         data: &dyn Array,
     ) -> Result<Self> {
         let entries = Arc::new(Entries::try_new(genes, samples, offsets, indices, data)?);
-        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-        live.retain(|(_, t)| t.strong_count() > 0);
-        live.push((entries.number, Arc::downgrade(&entries)));
+        LIVE.add(entries.number, &entries);
         Ok(Self(entries))
     }
 
-    /// The live table whose schema `schema` is (by its [`TABLE_KEY`]), as
-    /// this library's own provider: a table made here that came back
-    /// through the FFI as a foreign one.
+    /// The live table `schema` names (see [`super::live`]), as this
+    /// library's own provider: a table made here that came back through
+    /// the FFI as a foreign one.
     pub fn registered(schema: &Schema) -> Option<Self> {
-        let number: u64 = schema.metadata().get(TABLE_KEY)?.parse().ok()?;
-        let live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-        live.iter()
-            .find(|(n, _)| *n == number)
-            .and_then(|(_, t)| t.upgrade())
-            .map(Self)
+        LIVE.find(schema).map(Self)
     }
 
     /// Number of genes.
@@ -289,7 +273,7 @@ impl Entries {
         }
         let empty_samples = (0..n as u32).filter(|&s| !seen[s as usize]).collect();
         Ok(Self {
-            number: NEXT.fetch_add(1, Ordering::Relaxed),
+            number: live::number(),
             genes,
             samples,
             offsets: starts,
@@ -367,8 +351,7 @@ fn schema(number: u64) -> SchemaRef {
         Field::new("sample", id_type(), false),
         Field::new("value", DataType::Float64, false),
     ];
-    let metadata = [(TABLE_KEY.to_string(), number.to_string())].into();
-    Arc::new(Schema::new_with_metadata(fields, metadata))
+    Arc::new(Schema::new_with_metadata(fields, live::metadata(number)))
 }
 
 #[async_trait]

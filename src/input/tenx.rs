@@ -41,6 +41,7 @@ use datafusion::physical_plan::{
 };
 
 use super::ExpressionMatrix;
+use super::live::{self, Live};
 use super::sparse::{SPARSE_MAX_DENSITY, SparseValues};
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 
@@ -279,6 +280,8 @@ const SHRINK_ENTRIES: usize = 1 << 20;
 /// entries are reserved in the query's memory pool before they are read and
 /// released as they are handed out.
 struct Triples {
+    /// The batches' schema (before projection).
+    schema: SchemaRef,
     /// Sorted by gene, then cell, last first: the next batch is at the end.
     entries: Vec<(u32, u32, f64)>,
     /// Gene and cell ids: the dictionaries of every batch's id columns.
@@ -404,6 +407,7 @@ fn parse_entries(files: &TenxFiles, memory: &QueryMemory, with_zeros: bool) -> R
 fn read_entries(
     files: &TenxFiles,
     memory: &QueryMemory,
+    schema: SchemaRef,
     projection: Vec<usize>,
 ) -> Result<Triples> {
     let Parsed {
@@ -440,6 +444,7 @@ fn read_entries(
     entries.sort_by_key(|&(r, c, _)| (r, c));
     entries.reverse();
     Ok(Triples {
+        schema,
         entries,
         genes: Arc::new(StringArray::from(genes)),
         cells: Arc::new(StringArray::from(cells)),
@@ -553,10 +558,14 @@ pub(crate) fn read_matrix(files: &TenxFiles, memory: &QueryMemory) -> Result<Exp
     }
 }
 
-/// The 10x directory a plan reads, when the plan is a [`TenxExec`] (the
-/// long layout then reads its matrix with [`read_matrix`]).
-pub(crate) fn files_of(plan: &Arc<dyn ExecutionPlan>) -> Option<&TenxFiles> {
-    plan.downcast_ref::<TenxExec>().map(|exec| &exec.files)
+/// The 10x directory a plan reads, when the plan is a [`TenxExec`], also
+/// one that came back through the FFI (the long layout then reads its
+/// matrix with [`read_matrix`]).
+pub(crate) fn files_of(plan: &Arc<dyn ExecutionPlan>) -> Option<Arc<TenxFiles>> {
+    match plan.downcast_ref::<TenxExec>() {
+        Some(exec) => Some(Arc::clone(&exec.files)),
+        None => LIVE.find(&plan.schema()),
+    }
 }
 
 impl Triples {
@@ -578,7 +587,7 @@ impl Triples {
         let value: ArrayRef = Arc::new(Float64Array::from_iter_values(
             chunk.iter().rev().map(|e| e.2),
         ));
-        let batch = RecordBatch::try_new(schema(), vec![gene, cell, value])?;
+        let batch = RecordBatch::try_new(Arc::clone(&self.schema), vec![gene, cell, value])?;
         self.entries.truncate(len - chunk.len());
         if self.entries.capacity() - self.entries.len() >= SHRINK_ENTRIES {
             self.entries.shrink_to_fit();
@@ -601,7 +610,13 @@ impl Iterator for Triples {
 /// [`Triples`]), all batches at once.
 #[cfg(test)]
 fn read_triples(files: &TenxFiles) -> Result<Vec<RecordBatch>> {
-    read_entries(files, &QueryMemory::unbounded("x"), vec![0, 1, 2])?.collect()
+    read_entries(
+        files,
+        &QueryMemory::unbounded("x"),
+        schema(0),
+        vec![0, 1, 2],
+    )?
+    .collect()
 }
 
 /// The type of the id columns: keys into the genes' or the cells' ids.
@@ -609,19 +624,26 @@ fn id_type() -> DataType {
     DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8))
 }
 
-/// `gene`, `sample`, `value`: the long layout's default column names.
-fn schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
+/// `gene`, `sample`, `value` (the long layout's default column names), the
+/// table's number in the metadata ([`super::live`]).
+fn schema(number: u64) -> SchemaRef {
+    let fields = vec![
         Field::new("gene", id_type(), false),
         Field::new("sample", id_type(), false),
         Field::new("value", DataType::Float64, false),
-    ]))
+    ];
+    Arc::new(Schema::new_with_metadata(fields, live::metadata(number)))
 }
+
+/// The 10x directories of the tables of the process (found by their scans'
+/// schemas when the scans come back through the FFI).
+static LIVE: Live<TenxFiles> = Live::new();
 
 /// A 10x matrix directory as a table of `(gene, sample, value)` triples.
 #[derive(Debug)]
 pub struct TenxTable {
-    files: TenxFiles,
+    files: Arc<TenxFiles>,
+    number: u64,
 }
 
 impl TenxTable {
@@ -630,14 +652,16 @@ impl TenxTable {
     pub fn try_new(files: TenxFiles) -> Result<Self> {
         // Read again when the input is loaded, as every source is.
         shape(&files)?;
-        Ok(Self { files })
+        let (files, number) = (Arc::new(files), live::number());
+        LIVE.add(number, &files);
+        Ok(Self { files, number })
     }
 }
 
 #[async_trait]
 impl TableProvider for TenxTable {
     fn schema(&self) -> SchemaRef {
-        schema()
+        schema(self.number)
     }
 
     fn table_type(&self) -> TableType {
@@ -652,7 +676,8 @@ impl TableProvider for TenxTable {
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let projection = projection.cloned().unwrap_or_else(|| vec![0, 1, 2]);
-        let schema = Arc::new(schema().project(&projection)?);
+        let full = schema(self.number);
+        let schema = Arc::new(full.project(&projection)?);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(Arc::clone(&schema)),
             Partitioning::UnknownPartitioning(1),
@@ -660,7 +685,8 @@ impl TableProvider for TenxTable {
             Boundedness::Bounded,
         );
         Ok(Arc::new(TenxExec {
-            files: self.files.clone(),
+            files: Arc::clone(&self.files),
+            full,
             projection,
             schema,
             properties: Arc::new(properties),
@@ -671,7 +697,9 @@ impl TableProvider for TenxTable {
 /// Reads a 10x directory's triples (on a blocking thread) when executed.
 #[derive(Debug)]
 pub struct TenxExec {
-    files: TenxFiles,
+    files: Arc<TenxFiles>,
+    /// The table's schema (the batches' before projection).
+    full: SchemaRef,
     projection: Vec<usize>,
     schema: SchemaRef,
     properties: Arc<PlanProperties>,
@@ -720,17 +748,19 @@ impl ExecutionPlan for TenxExec {
         _partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let (files, projection) = (self.files.clone(), self.projection.clone());
+        let (files, projection) = (Arc::clone(&self.files), self.projection.clone());
+        let full = Arc::clone(&self.full);
         let memory = QueryMemory::new(
             Arc::clone(context.memory_pool()),
             "10x reader",
             &format!("10x directory '{}'", files.dir),
         );
         let read = async move {
-            let triples =
-                tokio::task::spawn_blocking(move || read_entries(&files, &memory, projection))
-                    .await
-                    .map_err(|e| error(format!("reading the 10x directory failed: {e}")))??;
+            let triples = tokio::task::spawn_blocking(move || {
+                read_entries(&files, &memory, full, projection)
+            })
+            .await
+            .map_err(|e| error(format!("reading the 10x directory failed: {e}")))??;
             Ok::<_, DataFusionError>(futures::stream::iter(triples))
         };
         let stream = futures::TryStreamExt::try_flatten(futures::stream::once(read));

@@ -598,7 +598,11 @@ mod tests {
                 .map(|q| {
                     let x = next();
                     // Some keys share their high bytes, some are tied.
-                    let key = if spread == u64::MAX { x } else { (1 << 62) + x % spread };
+                    let key = if spread == u64::MAX {
+                        x
+                    } else {
+                        (1 << 62) + x % spread
+                    };
                     (key, q)
                 })
                 .collect();
