@@ -343,9 +343,11 @@ fn id_type() -> DataType {
     DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8))
 }
 
-/// `gene`, `sample`, `value` (the long layout's default column names), the
-/// table's number in the metadata.
-fn schema(number: u64) -> SchemaRef {
+/// The schema of a sparse matrix's triples (a sparse table's, a 10x
+/// directory's): `gene`, `sample` (the long layout's default column names,
+/// dictionary-keyed ids) and `value`, the table's number in the metadata
+/// ([`live`]).
+pub(crate) fn schema(number: u64) -> SchemaRef {
     let fields = vec![
         Field::new("gene", id_type(), false),
         Field::new("sample", id_type(), false),

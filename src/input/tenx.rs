@@ -25,8 +25,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use datafusion::arrow::array::{ArrayRef, DictionaryArray, Float64Array, StringArray, UInt32Array};
+use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::datatypes::UInt32Type;
-use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::tree_node::TreeNodeRecursion;
@@ -43,6 +43,7 @@ use datafusion::physical_plan::{
 use super::ExpressionMatrix;
 use super::live::{self, Live};
 use super::sparse::{SPARSE_MAX_DENSITY, SparseValues};
+use super::sparse_table::schema;
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 
 /// Rows per batch of triples.
@@ -619,22 +620,6 @@ fn read_triples(files: &TenxFiles) -> Result<Vec<RecordBatch>> {
     .collect()
 }
 
-/// The type of the id columns: keys into the genes' or the cells' ids.
-fn id_type() -> DataType {
-    DataType::Dictionary(Box::new(DataType::UInt32), Box::new(DataType::Utf8))
-}
-
-/// `gene`, `sample`, `value` (the long layout's default column names), the
-/// table's number in the metadata ([`super::live`]).
-fn schema(number: u64) -> SchemaRef {
-    let fields = vec![
-        Field::new("gene", id_type(), false),
-        Field::new("sample", id_type(), false),
-        Field::new("value", DataType::Float64, false),
-    ];
-    Arc::new(Schema::new_with_metadata(fields, live::metadata(number)))
-}
-
 /// The 10x directories of the tables of the process (found by their scans'
 /// schemas when the scans come back through the FFI).
 static LIVE: Live<TenxFiles> = Live::new();
@@ -809,7 +794,11 @@ mod tests {
         let batches = read(&dir).unwrap();
         let b = &batches[0];
         let strings = |c: usize| -> Vec<String> {
-            let text = datafusion::arrow::compute::cast(b.column(c), &DataType::Utf8).unwrap();
+            let text = datafusion::arrow::compute::cast(
+                b.column(c),
+                &datafusion::arrow::datatypes::DataType::Utf8,
+            )
+            .unwrap();
             text.as_string::<i32>()
                 .iter()
                 .map(|s| s.unwrap().to_string())

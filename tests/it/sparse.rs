@@ -241,12 +241,7 @@ async fn integer_sample_ids_are_read_as_their_text() {
     )
     .await
     .unwrap();
-    let tau = batches[0]
-        .column(0)
-        .as_any()
-        .downcast_ref::<Float64Array>()
-        .unwrap()
-        .value(0);
+    let tau = common::first_f64(&batches, 0);
     // x = (1, 0, 3), y = (0, 0, 2): S = 2 of 3 pairs, one tied in y.
     assert_eq!(tau, 2.0 / (3.0f64 * 2.0).sqrt());
     assert_eq!(batches[0].column(1).len(), 1);
@@ -385,12 +380,7 @@ async fn a_sparse_table_reads_as_triples() {
     )
     .await
     .unwrap();
-    let tau = batches[0]
-        .column(0)
-        .as_any()
-        .downcast_ref::<Float64Array>()
-        .unwrap()
-        .value(0);
+    let tau = common::first_f64(&batches, 0);
     assert_eq!(tau, 0.0);
 }
 

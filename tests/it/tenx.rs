@@ -20,6 +20,14 @@ async fn rows(source: &str, kernel: &str) -> Vec<common::RowBits> {
     )
 }
 
+/// Writes `text` to `dir/name`.
+fn write_file(dir: &std::path::Path, name: &str, text: &str) {
+    std::fs::File::create(dir.join(name))
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap()
+}
+
 #[tokio::test]
 async fn a_10x_directory_reads_as_the_dense_matrix() {
     let dense = rows(DENSE, "naive").await;
@@ -86,12 +94,7 @@ async fn the_plan_reads_the_directory_and_top_partners_work() {
 #[tokio::test]
 async fn bad_10x_directories_are_errors_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, text: &str| {
-        std::fs::File::create(dir.path().join(name))
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap()
-    };
+    let write = |name: &str, text: &str| write_file(dir.path(), name, text);
     write(
         "matrix.mtx",
         "%%MatrixMarket matrix coordinate integer general\n3 2 1\n1 1 5\n",
@@ -126,12 +129,7 @@ async fn bad_10x_directories_are_errors_naming_the_file() {
 #[tokio::test]
 async fn entries_in_any_order_and_repeats_named() {
     let dir = tempfile::tempdir().unwrap();
-    let write = |name: &str, text: &str| {
-        std::fs::File::create(dir.path().join(name))
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap()
-    };
+    let write = |name: &str, text: &str| write_file(dir.path(), name, text);
     let path = dir.path().display().to_string();
     write("features.tsv", "a\nb\nc\n");
     write("barcodes.tsv", "w\nx\ny\nz\n");
@@ -150,29 +148,15 @@ async fn entries_in_any_order_and_repeats_named() {
     )
     .await
     .unwrap();
-    let column = |k: usize| {
-        datafusion::arrow::compute::cast(
-            batches[0].column(k),
-            &datafusion::arrow::datatypes::DataType::Float64,
-        )
-        .unwrap()
-    };
-    let (tau, n) = (column(0), column(1));
-    let value = |a: &datafusion::arrow::array::ArrayRef| {
-        a.as_any()
-            .downcast_ref::<datafusion::arrow::array::Float64Array>()
-            .unwrap()
-            .value(0)
-    };
+    let (tau, n) = (
+        common::first_f64(&batches, 0),
+        common::first_f64(&batches, 1),
+    );
     // (w,x) D, (w,y) tied in b, (w,z) D, (x,y) D, (x,z) D, (y,z) C:
     // S = 1 - 4 = -3; a without ties, one tied pair in b.
     let want = -3.0 / (6.0f64 * 5.0).sqrt();
-    assert!(
-        (value(&tau) - want).abs() < 1e-15,
-        "{} vs {want}",
-        value(&tau)
-    );
-    assert_eq!(value(&n), 4.0);
+    assert!((tau - want).abs() < 1e-15, "{tau} vs {want}");
+    assert_eq!(n, 4.0);
     write(
         "matrix.mtx",
         "%%MatrixMarket matrix coordinate integer general\n3 4 3\n1 4 2\n2 2 3\n1 4 1\n",

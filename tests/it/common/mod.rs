@@ -136,6 +136,20 @@ pub fn head_parquet(input: &str, k: usize, out: &Path) {
 }
 
 /// A batch from named columns.
+/// Column `column` of the first row of `batches`, as an `f64`.
+pub fn first_f64(batches: &[RecordBatch], column: usize) -> f64 {
+    let values = datafusion::arrow::compute::cast(
+        batches[0].column(column),
+        &datafusion::arrow::datatypes::DataType::Float64,
+    )
+    .unwrap();
+    values
+        .as_any()
+        .downcast_ref::<datafusion::arrow::array::Float64Array>()
+        .unwrap()
+        .value(0)
+}
+
 pub fn batch(columns: Vec<(&str, Arc<dyn Array>)>) -> RecordBatch {
     RecordBatch::try_from_iter(columns).unwrap()
 }
