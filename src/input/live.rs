@@ -6,7 +6,7 @@
 //! functions as a foreign provider, and its scan as a foreign plan: neither
 //! can be downcast to the type this library made. Their schemas cross
 //! intact, metadata included, so a table made here carries its number in
-//! its schema's metadata ([`TABLE_KEY`]) and its registry ([`Live`]) finds
+//! its schema's metadata ([`TABLE_KEY`]) and its registry (`Live`) finds
 //! it again while it is alive. Only tables of this process are found: a
 //! schema naming any other number (a file's metadata, say) finds nothing.
 

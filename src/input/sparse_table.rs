@@ -5,7 +5,7 @@
 //! As a table it is `(gene, sample, value)` triples of its stored entries,
 //! read like a 10x directory: with the `long` layout and absent entries 0
 //! (both implied). A Kendall query does not read those triples: its load
-//! takes the entries straight from the arrays ([`SparseTable::matrix`]), one
+//! takes the entries straight from the arrays (`SparseTable::matrix`), one
 //! pass, no ids to look up and nothing to sort. Other queries (`SELECT *`)
 //! read the triples.
 //!
