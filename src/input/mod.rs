@@ -310,6 +310,19 @@ impl ExpressionMatrix {
         }
     }
 
+    /// A sparse matrix kept sparse up to [`sparse::SPARSE_MAX_DENSITY`]
+    /// non-zero values, expanded above it (as the long layout holds one);
+    /// a dense one as it is.
+    pub(crate) fn dense_above_max_density(self, memory: &QueryMemory) -> Result<Self> {
+        let cells = self.genes.len() as f64 * self.samples as f64;
+        match &self.sparse {
+            Some(s) if s.len() as f64 > sparse::SPARSE_MAX_DENSITY * cells => {
+                self.into_dense(memory)
+            }
+            _ => Ok(self),
+        }
+    }
+
     /// The matrix with its values dense (a sparse one expanded, its
     /// values reserved in `memory` first); a dense one as it is.
     pub(crate) fn into_dense(self, memory: &QueryMemory) -> Result<Self> {

@@ -101,7 +101,7 @@ impl InputBatches {
     /// library's own scan (the long layout then reads its matrix without
     /// triples).
     pub(crate) fn tenx_files(&self) -> Option<std::sync::Arc<super::tenx::TenxFiles>> {
-        super::tenx::files_of(&self.plan)
+        super::tenx::files_of(self.plan.as_ref())
     }
 
     /// Reserves in `memory`, before anything is read, what the source's

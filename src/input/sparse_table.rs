@@ -48,7 +48,7 @@ use datafusion::physical_plan::{
 
 use super::ExpressionMatrix;
 use super::live::{self, Live};
-use super::sparse::{SPARSE_MAX_DENSITY, SparseValues};
+use super::sparse::SparseValues;
 use crate::memory::{QueryMemory, try_with_capacity};
 
 /// Rows per batch of triples.
@@ -113,47 +113,6 @@ impl SparseTable {
     /// (32-bit floats are widened). The arrays are checked here (see the
     /// [module](self)); an error names the gene, sample or entry at fault.
     pub fn try_new(
-        genes: &dyn Array,
-        samples: &dyn Array,
-        offsets: &dyn Array,
-        indices: &dyn Array,
-        data: &dyn Array,
-    ) -> Result<Self> {
-        let entries = Arc::new(Entries::try_new(genes, samples, offsets, indices, data)?);
-        LIVE.add(entries.number, &entries);
-        Ok(Self(entries))
-    }
-
-    /// The live table `schema` names (see [`super::live`]), as this
-    /// library's own provider: a table made here that came back through
-    /// the FFI as a foreign one.
-    pub fn registered(schema: &Schema) -> Option<Self> {
-        LIVE.find(schema).map(Self)
-    }
-
-    /// Number of genes.
-    pub fn genes(&self) -> usize {
-        self.0.genes()
-    }
-
-    /// Number of samples.
-    pub fn samples(&self) -> usize {
-        self.0.samples()
-    }
-
-    /// Number of stored entries.
-    pub fn entries(&self) -> usize {
-        self.0.indices.len()
-    }
-
-    /// The expression matrix a Kendall query reads (see [`Entries::matrix`]).
-    pub(crate) fn matrix(&self, memory: &QueryMemory, what: &str) -> Result<ExpressionMatrix> {
-        self.0.matrix(memory, what)
-    }
-}
-
-impl Entries {
-    fn try_new(
         genes: &dyn Array,
         samples: &dyn Array,
         offsets: &dyn Array,
@@ -272,7 +231,7 @@ impl Entries {
             starts.push(b);
         }
         let empty_samples = (0..n as u32).filter(|&s| !seen[s as usize]).collect();
-        Ok(Self {
+        let entries = Arc::new(Entries {
             number: live::number(),
             genes,
             samples,
@@ -281,9 +240,75 @@ impl Entries {
             values,
             empty_samples,
             nonzero,
-        })
+        });
+        LIVE.add(entries.number, &entries);
+        Ok(Self(entries))
     }
 
+    /// The live table `schema` names (see [`super::live`]), as this
+    /// library's own provider: a table made here that came back through
+    /// the FFI as a foreign one.
+    pub fn registered(schema: &Schema) -> Option<Self> {
+        LIVE.find(schema).map(Self)
+    }
+
+    /// Number of genes.
+    pub fn genes(&self) -> usize {
+        self.0.genes()
+    }
+
+    /// Number of samples.
+    pub fn samples(&self) -> usize {
+        self.0.samples()
+    }
+
+    /// Number of stored entries.
+    pub fn entries(&self) -> usize {
+        self.0.indices.len()
+    }
+
+    /// The expression matrix a Kendall query reads: the non-zero entries
+    /// (reserved in `memory`), or, when more than
+    /// [`SPARSE_MAX_DENSITY`](super::sparse::SPARSE_MAX_DENSITY) of the
+    /// values are non-zero, the dense matrix
+    /// (as a long input with absent zeros is read). `what` names the source
+    /// in errors.
+    pub(crate) fn matrix(&self, memory: &QueryMemory, what: &str) -> Result<ExpressionMatrix> {
+        let t = &*self.0;
+        let (m, n) = (t.genes(), t.samples());
+        if n < 2 {
+            return Err(DataFusionError::Execution(format!(
+                "{what} has {n} sample(s); Kendall's tau needs at least 2"
+            )));
+        }
+        let mut reservation =
+            memory.reserve(&format!("non-zero values ({m} genes x {n} samples)"), 0)?;
+        reservation.try_grow(SparseValues::bytes_for(m, t.nonzero, true))?;
+        let mut sparse = SparseValues {
+            start: Vec::with_capacity(m + 1),
+            cells: try_with_capacity(t.nonzero, "non-zero values")?,
+            values: try_with_capacity(t.nonzero, "non-zero values")?,
+            residuals: Vec::new(),
+        };
+        sparse.start.push(0);
+        for g in 0..m {
+            for k in t.offsets[g]..t.offsets[g + 1] {
+                let x = t.values[k];
+                if x != 0.0 {
+                    // In range (checked when made).
+                    sparse.cells.push(t.indices[k] as u32);
+                    sparse.values.push(x);
+                }
+            }
+            sparse.start.push(sparse.cells.len());
+        }
+        let sample_ids = t.samples.iter().flatten().map(str::to_string).collect();
+        ExpressionMatrix::from_sparse(t.genes.clone(), sample_ids, sparse, reservation)
+            .dense_above_max_density(memory)
+    }
+}
+
+impl Entries {
     /// Number of genes.
     pub fn genes(&self) -> usize {
         self.genes.len()
@@ -292,49 +317,6 @@ impl Entries {
     /// Number of samples.
     pub fn samples(&self) -> usize {
         self.samples.len()
-    }
-
-    /// The expression matrix a Kendall query reads: the non-zero entries
-    /// (reserved in `memory`), or, when more than
-    /// [`SPARSE_MAX_DENSITY`] of the values are non-zero, the dense matrix
-    /// (as a long input with absent zeros is read). `what` names the source
-    /// in errors.
-    pub(crate) fn matrix(&self, memory: &QueryMemory, what: &str) -> Result<ExpressionMatrix> {
-        let (m, n) = (self.genes(), self.samples());
-        if n < 2 {
-            return Err(DataFusionError::Execution(format!(
-                "{what} has {n} sample(s); Kendall's tau needs at least 2"
-            )));
-        }
-        let mut reservation =
-            memory.reserve(&format!("non-zero values ({m} genes x {n} samples)"), 0)?;
-        reservation.try_grow(SparseValues::bytes_for(m, self.nonzero, true))?;
-        let mut sparse = SparseValues {
-            start: Vec::with_capacity(m + 1),
-            cells: try_with_capacity(self.nonzero, "non-zero values")?,
-            values: try_with_capacity(self.nonzero, "non-zero values")?,
-            residuals: Vec::new(),
-        };
-        sparse.start.push(0);
-        for g in 0..m {
-            for k in self.offsets[g]..self.offsets[g + 1] {
-                let x = self.values[k];
-                if x != 0.0 {
-                    // In range (checked when made).
-                    sparse.cells.push(self.indices[k] as u32);
-                    sparse.values.push(x);
-                }
-            }
-            sparse.start.push(sparse.cells.len());
-        }
-        let sample_ids = self.samples.iter().flatten().map(str::to_string).collect();
-        let matrix =
-            ExpressionMatrix::from_sparse(self.genes.clone(), sample_ids, sparse, reservation);
-        if self.nonzero as f64 > SPARSE_MAX_DENSITY * m as f64 * n as f64 {
-            matrix.into_dense(memory)
-        } else {
-            Ok(matrix)
-        }
     }
 }
 

@@ -42,7 +42,7 @@ use datafusion::physical_plan::{
 
 use super::ExpressionMatrix;
 use super::live::{self, Live};
-use super::sparse::{SPARSE_MAX_DENSITY, SparseValues};
+use super::sparse::SparseValues;
 use super::sparse_table::schema;
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 
@@ -313,12 +313,12 @@ struct Parsed {
 fn parse_entries(files: &TenxFiles, memory: &QueryMemory, with_zeros: bool) -> Result<Parsed> {
     let (shape, mut reader) = shape(files)?;
     let header = &shape.header;
+    // Per gene and cell: room for an entry, and a byte for its flag.
     let extra = if with_zeros {
         header.rows.saturating_add(header.cols)
     } else {
         0
     };
-    let extra_bytes = extra;
     let path = &files.matrix;
     let name = file_name(path);
     let id_bytes = shape
@@ -335,9 +335,7 @@ fn parse_entries(files: &TenxFiles, memory: &QueryMemory, with_zeros: bool) -> R
              triples)",
             header.entries, header.rows, header.cols
         ),
-        id_bytes
-            .saturating_add(entry_bytes)
-            .saturating_add(extra_bytes),
+        id_bytes.saturating_add(entry_bytes).saturating_add(extra),
     )?;
     let mut entries: Vec<(u32, u32, f64)> = try_with_capacity(room, "10x matrix entries")?;
     let mut buf = String::new();
@@ -459,7 +457,8 @@ fn read_entries(
 /// without triples): its entries grouped by gene with a counting sort, each
 /// gene's in cell order; genes in the order of `features.tsv`, cells in
 /// that of `barcodes.tsv`. Held dense instead when more than
-/// [`SPARSE_MAX_DENSITY`] of the values are non-zero. Reserved in `memory`;
+/// [`SPARSE_MAX_DENSITY`](super::sparse::SPARSE_MAX_DENSITY) of the values
+/// are non-zero. Reserved in `memory`;
 /// at the peak the entries as read (16 bytes each) and the non-zero values
 /// (12) are held at once. An entry given twice or a repeated gene or cell id
 /// is an error naming it.
@@ -550,23 +549,15 @@ pub(crate) fn read_matrix(files: &TenxFiles, memory: &QueryMemory) -> Result<Exp
     sparse.cells.shrink_to_fit();
     sparse.values.shrink_to_fit();
     values_memory.shrink_to(sparse.heap_bytes());
-    let matrix =
-        ExpressionMatrix::from_sparse(StringArray::from(genes), cells, sparse, values_memory);
-    if kept as f64 > SPARSE_MAX_DENSITY * m as f64 * n as f64 {
-        matrix.into_dense(memory)
-    } else {
-        Ok(matrix)
-    }
+    ExpressionMatrix::from_sparse(StringArray::from(genes), cells, sparse, values_memory)
+        .dense_above_max_density(memory)
 }
 
-/// The 10x directory a plan reads, when the plan is a [`TenxExec`], also
-/// one that came back through the FFI (the long layout then reads its
-/// matrix with [`read_matrix`]).
-pub(crate) fn files_of(plan: &Arc<dyn ExecutionPlan>) -> Option<Arc<TenxFiles>> {
-    match plan.downcast_ref::<TenxExec>() {
-        Some(exec) => Some(Arc::clone(&exec.files)),
-        None => LIVE.find(&plan.schema()),
-    }
+/// The 10x directory a plan reads, when it is a [`TenxExec`] (also one that
+/// came back through the FFI: found by its schema), so that the long layout
+/// reads its matrix with [`read_matrix`].
+pub(crate) fn files_of(plan: &dyn ExecutionPlan) -> Option<Arc<TenxFiles>> {
+    LIVE.find(&plan.schema())
 }
 
 impl Triples {

