@@ -71,6 +71,10 @@ pub enum WorkSplit {
         pairs: Arc<ListedPairs>,
         /// Positions in `pairs` of each partition.
         ranges: Vec<Range<usize>>,
+        /// Each listed pair's numerator, when an earlier pass over the
+        /// list (the q-values' counting pass) kept them: read, not
+        /// computed again.
+        numerators: Option<Arc<Vec<i32>>>,
     },
     /// Only pairs touching anchor genes.
     Anchors {
@@ -187,7 +191,25 @@ impl WorkSplit {
         let (total, partitions) = (pairs.len(), partitions.max(1));
         let bound = |p: usize| ((total as u128 * p as u128) / partitions as u128) as usize;
         let ranges = (0..partitions).map(|p| bound(p)..bound(p + 1)).collect();
-        WorkSplit::Listed { pairs, ranges }
+        WorkSplit::Listed {
+            pairs,
+            ranges,
+            numerators: None,
+        }
+    }
+
+    /// This split, with the numerators of its listed pairs already known
+    /// (`numerators[k]` of pair `k`): the cursors read them instead of
+    /// computing them. No change to other splits, or if the count differs.
+    pub fn with_numerators(mut self, known: Arc<Vec<i32>>) -> Self {
+        if let WorkSplit::Listed {
+            pairs, numerators, ..
+        } = &mut self
+            && known.len() == pairs.len()
+        {
+            *numerators = Some(known);
+        }
+        self
     }
 
     /// Pairs over all partitions (for progress displays).
@@ -223,6 +245,7 @@ impl WorkSplit {
             walk,
             rows: Vec::new(),
             next: 0,
+            listed_start: None,
         }
     }
 }
@@ -257,6 +280,8 @@ pub struct PairCursor {
     rows: Vec<u32>,
     /// Next column (tiles, `I` runs) or row (`J` runs) to visit.
     next: usize,
+    /// Position in the candidate list of the last block's first pair.
+    listed_start: Option<usize>,
 }
 
 impl PairCursor {
@@ -272,8 +297,14 @@ impl PairCursor {
         kernel: &mut PairKernel,
         out: &mut Vec<PairNumerator>,
     ) -> bool {
-        if let (Walk::Listed { pairs }, WorkSplit::Listed { pairs: list, .. }) =
-            (&mut self.walk, split)
+        if let (
+            Walk::Listed { pairs },
+            WorkSplit::Listed {
+                pairs: list,
+                numerators,
+                ..
+            },
+        ) = (&mut self.walk, split)
         {
             if Range::is_empty(pairs) {
                 return false;
@@ -282,8 +313,21 @@ impl PairCursor {
             let first = list.first[start];
             let most = (start + max_pairs.clamp(1, MAX_BLOCK_PAIRS)).min(pairs.end);
             let end = start + list.first[start..most].partition_point(|&g| g == first);
-            kernel.listed(m, first, &list.second[start..end], out);
+            match numerators {
+                Some(known) => out.extend(
+                    list.second[start..end]
+                        .iter()
+                        .zip(&known[start..end])
+                        .map(|(&j, &s)| PairNumerator {
+                            i: first,
+                            j,
+                            s: i64::from(s),
+                        }),
+                ),
+                None => kernel.listed(m, first, &list.second[start..end], out),
+            }
             pairs.start = end;
+            self.listed_start = Some(start);
             return true;
         }
         match self.next_block(split, m, max_pairs) {
@@ -392,6 +436,13 @@ impl PairCursor {
             },
             _ => None,
         }
+    }
+
+    /// The position in the candidate list of the first pair of the last
+    /// block [`PairCursor::compute_next`] computed (`None` for other walks):
+    /// a listed pair's place, for what is kept per listed pair.
+    pub fn listed_start(&self) -> Option<usize> {
+        self.listed_start
     }
 
     /// Row genes, indexed by the ranges [`PairCursor::next_block`] returns.

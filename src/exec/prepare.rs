@@ -48,7 +48,7 @@ pub(super) struct Prepared {
     /// Memory pool reservations of the ranks, of the planes, of the
     /// q-values, of the exact p-value distribution and of the candidate
     /// pairs, released with them.
-    pub(super) _reserved: [Reservation; 5],
+    pub(super) _reserved: [Reservation; 6],
 }
 
 /// Reads, validates and ranks the input; splits the tiles into partitions.
@@ -152,7 +152,7 @@ pub(super) fn prepare(
         None => None,
     };
     let anchors = config.gene_predicate.as_ref().and_then(|p| p.anchors());
-    let work = match (&listed, cross, anchors) {
+    let mut work = match (&listed, cross, anchors) {
         (Some(pairs), _, _) => WorkSplit::listed(Arc::clone(pairs), config.partitions),
         (None, Some((left, right)), _) => WorkSplit::cross(left, right, config.partitions),
         (None, None, Some((anchor_i, anchor_j))) => WorkSplit::anchors(
@@ -165,6 +165,7 @@ pub(super) fn prepare(
     };
     let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
     let mut q_memory = memory.reserve("q-values", 0)?;
+    let mut kept_memory = memory.reserve("candidate pairs' numerators", 0)?;
     let mut p_memory = memory.reserve(
         &format!("exact p-value distribution ({} samples)", matrix.samples()),
         0,
@@ -181,7 +182,7 @@ pub(super) fn prepare(
     checkpoint()?;
     let qvalues = match (&pvalues, wants_q) {
         (Some(pvalues), true) => {
-            let (contexts, counts) = CountingPass {
+            let counted = CountingPass {
                 matrix: &matrix,
                 kernel,
                 isa: config.kernel.isa,
@@ -193,10 +194,15 @@ pub(super) fn prepare(
                 rank_sums: config.kernel.rank_sums(),
                 propagate,
                 stop: crate::load::stop_flag(),
+                pvalues,
             }
-            .run(&mut q_memory)?;
+            .run(&mut q_memory, &mut kept_memory)?;
             checkpoint()?;
-            let q = QValues::try_new(contexts, counts, pvalues, config.fdr, &mut q_memory)?;
+            // A candidate list's rows take the numerators this pass kept.
+            if let Some(listed) = &counted.listed {
+                work = work.with_numerators(Arc::clone(&listed.numerators));
+            }
+            let q = QValues::try_new(counted, pvalues, config.fdr, &mut q_memory)?;
             Some(q)
         }
         _ => None,
@@ -219,6 +225,13 @@ pub(super) fn prepare(
         pvalues,
         qvalues,
         top,
-        _reserved: [ranks_memory, planes_memory, q_memory, p_memory, list_memory],
+        _reserved: [
+            ranks_memory,
+            planes_memory,
+            q_memory,
+            kept_memory,
+            p_memory,
+            list_memory,
+        ],
     })
 }

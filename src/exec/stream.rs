@@ -74,6 +74,8 @@ pub(super) struct PairStream {
     /// Numerators of the last block, not yet turned into rows.
     pending: Vec<PairNumerator>,
     pending_pos: usize,
+    /// A candidate list's position of `pending[0]`.
+    pending_listed: Option<usize>,
     out_i: Vec<u32>,
     out_j: Vec<u32>,
     out_tau: Vec<f64>,
@@ -150,6 +152,7 @@ impl PairStream {
             schema,
             pending: Vec::new(),
             pending_pos: 0,
+            pending_listed: None,
             out_i: Vec::new(),
             out_j: Vec::new(),
             out_tau: Vec::new(),
@@ -181,6 +184,8 @@ impl PairStream {
     fn fill_plain(&mut self, m: &RankedMatrix, run: usize) {
         let prepared = Arc::clone(&self.prepared);
         let pairs = &self.pending[self.pending_pos..self.pending_pos + run];
+        // A candidate list's position of `pairs[k]`.
+        let first = self.pending_listed.map(|f| f + self.pending_pos);
         self.pending_pos += run;
         let n = m.samples();
         // Every pair shares all n samples: valid for all or for none.
@@ -214,10 +219,11 @@ impl PairStream {
             return;
         }
         let q_last = &mut self.q_last;
-        let mut q_of = |p: &PairNumerator| match &prepared.qvalues {
+        let mut q_of = |k: usize, p: &PairNumerator| match &prepared.qvalues {
             Some(q) if valid => {
                 let stats = m.pair_stats(p.i as usize, p.j as usize);
-                q.q_value(q_last, (p.i as usize, p.j as usize), &stats, p.s)
+                let position = first.map(|f| f + k);
+                q.q_value(q_last, (p.i as usize, p.j as usize), &stats, p.s, position)
             }
             _ => f64::NAN,
         };
@@ -230,11 +236,11 @@ impl PairStream {
                     .extend(pairs.iter().map(|p| pair_tau(m, variant, n, valid, p)));
             }
             None => {
-                for p in pairs {
+                for (k, p) in pairs.iter().enumerate() {
                     self.out_i.push(p.i);
                     self.out_j.push(p.j);
                     self.out_tau.push(pair_tau(m, variant, n, valid, p));
-                    self.out_q.push(q_of(p));
+                    self.out_q.push(q_of(k, p));
                 }
             }
             // A NULL tau passes no comparison.
@@ -252,19 +258,19 @@ impl PairStream {
                 }
             }
             Some(pred) => {
-                for p in pairs {
+                for (k, p) in pairs.iter().enumerate() {
                     let t = pair_tau(m, variant, n, valid, p);
                     let mut values = PairValues::tau(t);
                     let mut q = None;
                     if self.filter_reads_q {
-                        values.q_value = *q.insert(q_of(p));
+                        values.q_value = *q.insert(q_of(k, p));
                     }
                     if pred.eval(&values) {
                         self.out_i.push(p.i);
                         self.out_j.push(p.j);
                         self.out_tau.push(t);
                         if self.keep_q {
-                            self.out_q.push(q.unwrap_or_else(|| q_of(p)));
+                            self.out_q.push(q.unwrap_or_else(|| q_of(k, p)));
                         }
                     }
                 }
@@ -341,6 +347,7 @@ impl PairStream {
                 }
                 built += 1;
                 let p = self.pending[self.pending_pos];
+                let position = self.pending_listed.map(|f| f + self.pending_pos);
                 self.pending_pos += 1;
                 if prepared
                     .gene_filter
@@ -383,7 +390,7 @@ impl PairStream {
                 };
                 let q_value = |last: &mut LastContext| match &prepared.qvalues {
                     Some(q) if valid && !propagated => {
-                        q.q_value(last, (p.i as usize, p.j as usize), &stats, p.s)
+                        q.q_value(last, (p.i as usize, p.j as usize), &stats, p.s, position)
                     }
                     _ => f64::NAN,
                 };
@@ -447,6 +454,7 @@ impl PairStream {
                 &mut self.kernel,
                 &mut self.pending,
             );
+            self.pending_listed = self.cursor.listed_start();
             if more {
                 self.pacer
                     .block_done(self.pending.len(), start, Instant::now());

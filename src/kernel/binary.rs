@@ -141,6 +141,28 @@ impl RankSums {
     }
 }
 
+/// Asks the CPU to start loading gene `y`'s listed samples of a sparse
+/// matrix (its first 4 KiB; the hardware prefetcher follows the rest), so
+/// that they arrive while the pair before it is summed: a candidate list's
+/// partners are scattered over memory, and waiting for each one's samples
+/// dominated the rank sums of a long list (measured; see
+/// `docs/benchmarks/`). A hint only: nothing is read, nothing changes.
+#[inline]
+pub fn prefetch(m: &RankedMatrix, y: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(gene) = m.sparse_gene(y) {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        // One hint per 64-byte line (16 samples), 64 lines at most.
+        for line in gene.cells.chunks(16).take(64) {
+            // SAFETY: a prefetch is a hint that reads and writes nothing
+            // (valid for any address); SSE is part of every x86_64 CPU.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (m, y);
+}
+
 /// The samples of a complete two-valued gene `y` at its lower and at its
 /// higher value, each in sample order (a sparse gene without zeros lists
 /// all its samples).

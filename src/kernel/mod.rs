@@ -464,7 +464,12 @@ impl PairKernel {
         partners: &[u32],
         out: &mut Vec<PairNumerator>,
     ) {
-        for &j in partners {
+        for (k, &j) in partners.iter().enumerate() {
+            if let Some(&next) = partners.get(k + 1)
+                && self.rank_sums.is_some()
+            {
+                binary::prefetch(m, next as usize);
+            }
             let s = self.numerator(m, i as usize, j as usize);
             out.push(PairNumerator { i, j, s });
         }

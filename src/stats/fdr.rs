@@ -52,7 +52,7 @@ use crate::input::{PairStats, RankedMatrix};
 use crate::kernel::bitset::BitPlanes;
 use crate::kernel::isa::Isa;
 use crate::kernel::{KernelKind, PairKernel, PairNumerator};
-use crate::memory::Reservation;
+use crate::memory::{Reservation, try_filled};
 use crate::work::{MAX_BLOCK_PAIRS, WorkSplit};
 
 crate::option_enum::option_enum! {
@@ -517,6 +517,32 @@ pub struct CountingPass<'a> {
     pub propagate: bool,
     /// Set when the query no longer wants the result (checked between blocks).
     pub stop: Option<Arc<AtomicBool>>,
+    /// The p-values (a candidate list's are computed in this pass).
+    pub pvalues: &'a PValues,
+}
+
+/// What the counting pass found.
+pub struct Counted {
+    /// The pairs' contexts.
+    pub contexts: ContextIndex,
+    /// The tests, by context and S (none for a candidate list's family
+    /// counted pair by pair, [`Counted::listed`]).
+    pub counts: TestCounts,
+    /// A candidate list's family, pair by pair.
+    pub listed: Option<ListedTests>,
+}
+
+/// A candidate list's numerators and p-values, pair by pair in list order:
+/// what the counting pass keeps of a list, rather than counts by context
+/// (a list's pairs rarely share one: most would be a context of their own).
+/// Kept where every S of the matrix fits in an `i32` (up to 65,536
+/// samples): 12 bytes a pair.
+pub struct ListedTests {
+    /// Each pair's S, read again by the pass that writes the rows.
+    pub numerators: Arc<Vec<i32>>,
+    /// Each pair's p-value; NaN for a pair that is no test (too few shared
+    /// samples, a propagated missing value, an undefined p-value).
+    p_values: Vec<f64>,
 }
 
 impl CountingPass<'_> {
@@ -524,9 +550,25 @@ impl CountingPass<'_> {
     /// samples, by context and S, on rayon's threads. The counts' memory is
     /// reserved in `memory` (the classes and each chunk's table of contexts
     /// before they are allocated, the counts' growth block by block); on
-    /// return it holds the returned counts' bytes.
-    pub fn run(&self, memory: &mut Reservation) -> Result<(ContextIndex, TestCounts)> {
+    /// return it holds the returned counts' bytes, and `kept` those of a
+    /// candidate list's kept numerators.
+    pub fn run(&self, memory: &mut Reservation, kept: &mut Reservation) -> Result<Counted> {
         let m = self.matrix;
+        // A candidate list's numerators are kept when every S fits in an
+        // i32 (|S| <= n(n - 1)/2).
+        let n = m.samples() as u64;
+        let keep = self
+            .listed
+            .as_ref()
+            .filter(|_| n * n.saturating_sub(1) / 2 <= i32::MAX as u64)
+            .map(|pairs| pairs.len());
+        let kept_bytes = keep
+            .unwrap_or(0)
+            .saturating_mul(std::mem::size_of::<(i32, f64)>());
+        kept.try_grow(kept_bytes)?;
+        let what = "the candidate pairs' numerators and p-values";
+        let mut numerators: Vec<i32> = try_filled(keep.unwrap_or(0), 0, what)?;
+        let mut p_values: Vec<f64> = try_filled(keep.unwrap_or(0), f64::NAN, what)?;
         memory.try_grow(m.genes().saturating_mul(std::mem::size_of::<u32>()))?;
         let contexts = ContextIndex::new(m);
         // A few chunks per thread, so that a slow one does not hold the rest.
@@ -546,9 +588,24 @@ impl CountingPass<'_> {
                 .is_some_and(|f| f.load(Ordering::Relaxed))
         };
         let contexts_ref = &contexts;
-        let counts = (0..chunks)
+        // Each chunk's share of the kept numerators (its range of the list).
+        let mut shares: Vec<(&mut [i32], &mut [f64])> = Vec::with_capacity(chunks);
+        match &work {
+            WorkSplit::Listed { ranges, .. } if keep.is_some() => {
+                let (mut rest, mut rest_p) = (numerators.as_mut_slice(), p_values.as_mut_slice());
+                for range in ranges {
+                    let (share, after) = rest.split_at_mut(range.len());
+                    let (share_p, after_p) = rest_p.split_at_mut(range.len());
+                    shares.push((share, share_p));
+                    (rest, rest_p) = (after, after_p);
+                }
+            }
+            _ => shares.resize_with(chunks, Default::default),
+        }
+        let counts = shares
             .into_par_iter()
-            .map(|chunk| -> Result<TestCounts> {
+            .enumerate()
+            .map(|(chunk, (share, share_p))| -> Result<TestCounts> {
                 let mut kernel =
                     PairKernel::new(self.kernel, m.samples(), self.isa, self.planes.clone())?;
                 if self.rank_sums {
@@ -557,6 +614,8 @@ impl CountingPass<'_> {
                 let mut cursor = work.cursor(chunk);
                 let mut pending: Vec<PairNumerator> = Vec::new();
                 let mut counts = TestCounts::new(contexts_ref);
+                // Numerators of `share` written so far.
+                let mut written = 0usize;
                 // Bytes of `counts` reserved (its table, reserved above).
                 let mut held = counts.bytes();
                 // Blocks of about 10 ms whatever a pair costs, so that a
@@ -573,16 +632,34 @@ impl CountingPass<'_> {
                     if !cursor.compute_next(&work, m, block, &mut kernel, &mut pending) {
                         break;
                     }
-                    for p in &pending {
+                    // A kept list's pairs come in list order (the cursor
+                    // walks the chunk's range in order).
+                    let listed = !share.is_empty();
+                    for (k, p) in pending.iter().enumerate() {
+                        if listed {
+                            // S fits (checked above).
+                            share[written + k] = p.s as i32;
+                        }
                         let pair = (p.i as usize, p.j as usize);
                         if self.propagate && (m.has_gaps(pair.0) || m.has_gaps(pair.1)) {
                             continue;
                         }
                         let stats = m.pair_stats(pair.0, pair.1);
-                        if stats.n >= self.min_periods {
+                        if stats.n < self.min_periods {
+                            continue;
+                        }
+                        if listed {
+                            share_p[written + k] = self.pvalues.p_value(
+                                stats.n,
+                                p.s,
+                                (stats.u, stats.u_variance),
+                                (stats.v, stats.v_variance),
+                            );
+                        } else {
                             counts.add(contexts_ref, pair, &stats, p.s);
                         }
                     }
+                    written += pending.len();
                     let now = counts.bytes();
                     if now > held {
                         shared
@@ -612,7 +689,14 @@ impl CountingPass<'_> {
             base.saturating_sub(table.saturating_mul(chunks))
                 .saturating_add(counts.bytes()),
         );
-        Ok((contexts, counts))
+        Ok(Counted {
+            contexts,
+            counts,
+            listed: keep.map(|_| ListedTests {
+                numerators: Arc::new(numerators),
+                p_values,
+            }),
+        })
     }
 }
 
@@ -621,6 +705,9 @@ impl CountingPass<'_> {
 pub struct QValues {
     contexts: ContextIndex,
     cells: Cells<f64>,
+    /// A candidate list's q-values, pair by pair in list order (then
+    /// `cells` is empty).
+    listed: Option<Vec<f64>>,
     /// Tests in the family (pairs with a p-value that is a number).
     tests: u64,
 }
@@ -630,13 +717,35 @@ impl QValues {
     /// the bytes of `counts`) before it is built: the q-values' stores, as
     /// large as the counts', and the sorted p-values of the counted cells;
     /// on return it holds [`QValues::bytes`].
+    ///
+    /// A candidate list's family ([`Counted::listed`]) is adjusted pair by
+    /// pair: its p-values sorted (their order reserved in `memory` while
+    /// it is built) and turned into q-values in place, in the memory the
+    /// counting pass reserved for them; the numbers are the same.
     pub fn try_new(
-        contexts: ContextIndex,
-        counts: TestCounts,
+        counted: Counted,
         pvalues: &PValues,
         method: FdrMethod,
         memory: &mut Reservation,
     ) -> Result<Self> {
+        let Counted {
+            contexts,
+            counts,
+            listed,
+        } = counted;
+        if let Some(listed) = listed {
+            let tests = listed.p_values.iter().filter(|p| !p.is_nan()).count();
+            let base = memory.size();
+            memory.try_grow(tests.saturating_mul(std::mem::size_of::<(f64, usize)>()))?;
+            let (q, tests) = listed_q_values(listed.p_values, method);
+            memory.shrink_to(base);
+            return Ok(QValues {
+                cells: Cells::new(&contexts),
+                contexts,
+                listed: Some(q),
+                tests,
+            });
+        }
         // Per cell with a count: its entry (p, pairs, slot, S) and at most
         // one group of equal p-values.
         let per_cell = std::mem::size_of::<(f64, u64, Slot, i64)>()
@@ -725,6 +834,7 @@ impl QValues {
         QValues {
             contexts,
             cells: q,
+            listed: None,
             tests,
         }
     }
@@ -739,9 +849,10 @@ impl QValues {
         self.cells.bytes() + self.contexts.class.len() * 4
     }
 
-    /// The q-value of pair (i, j) of numerator `s` and statistics `stats`
-    /// (NaN when its p-value is NaN; `last` remembers the last hashed
-    /// context between calls of one stream).
+    /// The q-value of pair (i, j) of numerator `s` and statistics `stats`,
+    /// at `position` in a candidate list (NaN when its p-value is NaN;
+    /// `last` remembers the last hashed context between calls of one
+    /// stream).
     #[inline]
     pub fn q_value(
         &self,
@@ -749,12 +860,57 @@ impl QValues {
         pair: (usize, usize),
         stats: &PairStats,
         s: i64,
+        position: Option<usize>,
     ) -> f64 {
+        if let Some(q) = &self.listed {
+            return position.and_then(|k| q.get(k).copied()).unwrap_or(f64::NAN);
+        }
         self.cells
             .store_of(&self.contexts, last, pair, stats)
             .and_then(|store| store.get(s))
             .unwrap_or(f64::NAN)
     }
+}
+
+/// The q-values of `p_values` (one per pair; NaN for a pair that is no
+/// test, which stays NaN), in place, and the number of tests: the
+/// operations of [`QValues::new`] (scipy's), pair by pair.
+fn listed_q_values(mut values: Vec<f64>, method: FdrMethod) -> (Vec<f64>, u64) {
+    let mut order: Vec<(f64, usize)> = values
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !p.is_nan())
+        .map(|(k, &p)| (p, k))
+        .collect();
+    order.par_sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    let tests = order.len() as u64;
+    let m = tests as f64;
+    let scale = match method {
+        FdrMethod::Bh => 1.0,
+        FdrMethod::By => harmonic(tests),
+    };
+    // g(p) of each group of equal p-values, at the group's last index,
+    // written over its members' p-values.
+    let mut start = 0;
+    while start < order.len() {
+        let p = order[start].0;
+        let mut end = start;
+        while end < order.len() && order[end].0.to_bits() == p.to_bits() {
+            end += 1;
+        }
+        let g = p * (m / end as f64) * scale;
+        for entry in &mut order[start..end] {
+            entry.0 = g;
+        }
+        start = end;
+    }
+    // q = min(1, min of g from this pair on): a running minimum from the top.
+    let mut running = f64::INFINITY;
+    for &(g, k) in order.iter().rev() {
+        running = running.min(g);
+        values[k] = if running > 1.0 { 1.0 } else { running.max(0.0) };
+    }
+    (values, tests)
 }
 
 /// The context cache of a stream's [`QValues::q_value`] lookups.
@@ -870,13 +1026,21 @@ mod tests {
                     .collect();
                 let expected = reference(&ps, by);
                 assert_eq!(q.tests(), 500);
+                // A candidate list's family, pair by pair (with pairs that
+                // are no tests among them): bit for bit the cells' values.
+                let mut listed_ps = ps.clone();
+                listed_ps.extend([f64::NAN, f64::NAN]);
+                let (listed, tests) = listed_q_values(listed_ps, method);
+                assert_eq!(tests, 500);
+                assert!(listed[500..].iter().all(|q| q.is_nan()));
                 let mut last = None;
-                for ((st, s), e) in pairs.iter().zip(&expected) {
-                    let got = q.q_value(&mut last, (0, 1), st, *s);
+                for (k, ((st, s), e)) in pairs.iter().zip(&expected).enumerate() {
+                    let got = q.q_value(&mut last, (0, 1), st, *s, None);
                     assert!(
                         (got - e).abs() <= 1e-12 * e.abs(),
                         "n={n} by={by}: {got} vs {e}"
                     );
+                    assert_eq!(listed[k].to_bits(), got.to_bits(), "n={n} by={by} pair {k}");
                 }
             }
         }
