@@ -20,6 +20,7 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Schema};
 use datafusion::common::plan_err;
 use datafusion::error::Result;
+use rayon::prelude::*;
 
 use super::InputBatches;
 use crate::memory::{QueryMemory, Reservation};
@@ -105,7 +106,8 @@ impl PairListSpec {
         memory: &QueryMemory,
     ) -> Result<(ListedPairs, Reservation)> {
         let one_matrix = first_genes == second_genes;
-        let index = |range: std::ops::Range<usize>| -> HashMap<&str, u32> {
+        type Index<'a> = HashMap<&'a str, u32, foldhash::fast::RandomState>;
+        let index = |range: std::ops::Range<usize>| -> Index<'_> {
             range.map(|g| (genes.value(g), g as u32)).collect()
         };
         let first_index = index(first_genes.clone());
@@ -116,9 +118,12 @@ impl PairListSpec {
         };
         let second_of = second_index.as_ref().unwrap_or(&first_index);
         let mut reservation = memory.reserve(&format!("candidate pairs of {}", self.what), 0)?;
-        // (first, second, listed position) of every pair naming two genes.
-        let mut found: Vec<(u32, u32, u64)> = Vec::new();
+        // (first << 32 | second, listed position) of every pair naming two
+        // genes.
+        let mut found: Vec<(u64, u64)> = Vec::new();
         let (mut listed, mut example) = (0u64, None);
+        // A pair that names no two genes (genes are fewer than u32::MAX).
+        const NONE: u64 = u64::MAX;
         for batch in batches {
             // (The batches stop a load asked to stop.)
             let batch = batch?;
@@ -127,24 +132,34 @@ impl PairListSpec {
                 Ok(column.as_string::<i32>().clone())
             };
             let (a, b) = (ids(0)?, ids(1)?);
-            reservation.try_grow(batch.num_rows() * std::mem::size_of::<(u32, u32, u64)>())?;
-            found.reserve(batch.num_rows());
-            for k in 0..batch.num_rows() {
-                let position = listed;
-                listed += 1;
-                if a.is_null(k) || b.is_null(k) {
-                    continue;
-                }
-                let (x, y) = (a.value(k), b.value(k));
-                match (first_index.get(x), second_of.get(y)) {
-                    (Some(&i), Some(&j)) if !(one_matrix && i == j) => found.push((i, j, position)),
-                    _ => {
-                        if example.is_none() {
-                            example = Some((x.to_string(), y.to_string()));
-                        }
+            let rows = batch.num_rows();
+            reservation.try_grow(rows * std::mem::size_of::<(u64, u64, u64)>())?;
+            // The ids looked up on rayon's threads.
+            let keys: Vec<u64> = (0..rows)
+                .into_par_iter()
+                .with_min_len(1 << 12)
+                .map(|k| {
+                    if a.is_null(k) || b.is_null(k) {
+                        return NONE;
                     }
+                    match (first_index.get(a.value(k)), second_of.get(b.value(k))) {
+                        (Some(&i), Some(&j)) if !(one_matrix && i == j) => {
+                            (u64::from(i) << 32) | u64::from(j)
+                        }
+                        _ => NONE,
+                    }
+                })
+                .collect();
+            found.reserve(rows);
+            for (k, &key) in keys.iter().enumerate() {
+                if key != NONE {
+                    found.push((key, listed + k as u64));
+                } else if example.is_none() && !a.is_null(k) && !b.is_null(k) {
+                    example = Some((a.value(k).to_string(), b.value(k).to_string()));
                 }
             }
+            listed += rows as u64;
+            reservation.shrink_to(found.capacity() * std::mem::size_of::<(u64, u64)>());
         }
         if listed > 0 && found.is_empty() {
             let (x, y) = example.unwrap_or_default();
@@ -160,14 +175,18 @@ impl PairListSpec {
         // A pair listed more than once is computed once (in one matrix in
         // either order), as first listed.
         if one_matrix {
-            found.sort_unstable_by_key(|&(i, j, k)| (i.min(j), i.max(j), k));
-            found.dedup_by_key(|&mut (i, j, _)| (i.min(j), i.max(j)));
+            let unordered = |key: u64| {
+                let (i, j) = (key >> 32, key & u64::from(u32::MAX));
+                (i.min(j) << 32) | i.max(j)
+            };
+            found.par_sort_unstable_by_key(|&(key, k)| (unordered(key), k));
+            found.dedup_by_key(|&mut (key, _)| unordered(key));
         }
-        found.sort_unstable_by_key(|&(i, j, _)| (i, j));
-        found.dedup_by_key(|&mut (i, j, _)| (i, j));
+        found.par_sort_unstable_by_key(|&(key, _)| key);
+        found.dedup_by_key(|&mut (key, _)| key);
         let pairs = ListedPairs {
-            first: found.iter().map(|p| p.0).collect(),
-            second: found.iter().map(|p| p.1).collect(),
+            first: found.iter().map(|&(key, _)| (key >> 32) as u32).collect(),
+            second: found.iter().map(|&(key, _)| key as u32).collect(),
         };
         drop(found);
         reservation.shrink_to(pairs.heap_bytes());

@@ -26,6 +26,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use rayon::prelude::*;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, DictionaryArray, Float64Array, RecordBatch, StringArray, UInt32Array,
 };
@@ -185,11 +186,8 @@ impl SparseTable {
                 offsets[0], offsets[m]
             )));
         }
-        let mut starts = Vec::with_capacity(m + 1);
-        let mut seen = vec![false; n];
-        let mut nonzero = 0usize;
-        starts.push(0usize);
-        for g in 0..m {
+        // Each gene checked on rayon's threads (an error names one bad gene).
+        let gene_entries = |g: usize| -> Result<usize> {
             let (a, b) = (offsets[g], offsets[g + 1]);
             if b < a {
                 return Err(error(format!(
@@ -197,9 +195,8 @@ impl SparseTable {
                     genes.value(g)
                 )));
             }
-            let (a, b) = (a as usize, b as usize);
-            let mut last = -1i64;
-            for k in a..b {
+            let (mut last, mut nonzero) = (-1i64, 0usize);
+            for k in a as usize..b as usize {
                 let s = indices[k] as i64;
                 if s < 0 || s >= n as i64 {
                     return Err(error(format!(
@@ -217,7 +214,6 @@ impl SparseTable {
                     )));
                 }
                 last = s;
-                seen[s as usize] = true;
                 let x = values[k];
                 if !x.is_finite() {
                     return Err(error(format!(
@@ -228,8 +224,32 @@ impl SparseTable {
                 }
                 nonzero += usize::from(x != 0.0);
             }
-            starts.push(b);
-        }
+            Ok(nonzero)
+        };
+        let nonzero = (0..m)
+            .into_par_iter()
+            .map(gene_entries)
+            .try_reduce(|| 0, |x, y| Ok(x + y))?;
+        let starts: Vec<usize> = offsets.iter().map(|&o| o as usize).collect();
+        // Samples with an entry (all indices are in range now).
+        let seen = indices
+            .par_chunks(1 << 20)
+            .fold(
+                || vec![false; n],
+                |mut seen, chunk| {
+                    for &s in chunk {
+                        seen[s as usize] = true;
+                    }
+                    seen
+                },
+            )
+            .reduce(
+                || vec![false; n],
+                |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
+                    a
+                },
+            );
         let empty_samples = (0..n as u32).filter(|&s| !seen[s as usize]).collect();
         let entries = Arc::new(Entries {
             number: live::number(),
@@ -290,17 +310,25 @@ impl SparseTable {
             values: try_with_capacity(t.nonzero, "non-zero values")?,
             residuals: Vec::new(),
         };
-        sparse.start.push(0);
-        for g in 0..m {
-            for k in t.offsets[g]..t.offsets[g + 1] {
-                let x = t.values[k];
-                if x != 0.0 {
-                    // In range (checked when made).
-                    sparse.cells.push(t.indices[k] as u32);
-                    sparse.values.push(x);
+        if t.nonzero == t.values.len() {
+            // No stored zeros: the arrays as they are, copied on rayon's
+            // threads (the copy is mostly the first touch of its pages).
+            sparse.cells.par_extend(t.indices.par_iter().map(|&i| i as u32));
+            sparse.values.par_extend(t.values.par_iter().copied());
+            sparse.start.extend_from_slice(&t.offsets);
+        } else {
+            sparse.start.push(0);
+            for g in 0..m {
+                for k in t.offsets[g]..t.offsets[g + 1] {
+                    let x = t.values[k];
+                    if x != 0.0 {
+                        // In range (checked when made).
+                        sparse.cells.push(t.indices[k] as u32);
+                        sparse.values.push(x);
+                    }
                 }
+                sparse.start.push(sparse.cells.len());
             }
-            sparse.start.push(sparse.cells.len());
         }
         let sample_ids = t.samples.iter().flatten().map(str::to_string).collect();
         ExpressionMatrix::from_sparse(t.genes.clone(), sample_ids, sparse, reservation)
