@@ -264,8 +264,7 @@ fn wide_floats(t: &TypeDescriptor) -> Result<bool, String> {
     match t {
         TypeDescriptor::Float(FloatSize::U4)
         | TypeDescriptor::Integer(IntSize::U1 | IntSize::U2)
-        | TypeDescriptor::Unsigned(IntSize::U1 | IntSize::U2)
-        | TypeDescriptor::Boolean => Ok(false),
+        | TypeDescriptor::Unsigned(IntSize::U1 | IntSize::U2) => Ok(false),
         TypeDescriptor::Float(FloatSize::U8)
         | TypeDescriptor::Integer(IntSize::U4 | IntSize::U8)
         | TypeDescriptor::Unsigned(IntSize::U4 | IntSize::U8) => Ok(true),
@@ -711,10 +710,11 @@ impl Grid<'_> {
         let mut next = start.clone();
         let mut cells = try_filled(indices.len(), 0i32, "HDF5 matrix indices")?;
         let mut out = try_filled(indices.len(), 0f64, "HDF5 matrix values")?;
-        for c in 0..indptr.len() - 1 {
-            for k in indptr[c] as usize..indptr[c + 1] as usize {
+        for (c, w) in indptr.windows(2).enumerate() {
+            let first = w[0] as usize;
+            for (k, i) in (first..).zip(&indices[first..w[1] as usize]) {
                 // In range: checked by the count above.
-                let g = indices[k].get() as usize;
+                let g = i.get() as usize;
                 let at = next[g] as usize;
                 cells[at] = c as i32;
                 out[at] = self.finite(values, k, g, c)?;
@@ -774,15 +774,15 @@ impl Grid<'_> {
         let mut cells = try_filled(entries, 0i32, "HDF5 matrix indices")?;
         let mut out = try_filled(entries, 0f64, "HDF5 matrix values")?;
         for c in 0..n {
-            for g in 0..m {
+            for (g, slot) in next[..m].iter_mut().enumerate() {
                 let k = c * m + g;
                 if x[k].get() == 0.0 {
                     continue;
                 }
-                let at = next[g] as usize;
+                let at = *slot as usize;
                 cells[at] = c as i32;
                 out[at] = self.finite(x, k, g, c)?;
-                next[g] += 1;
+                *slot += 1;
             }
         }
         Ok((start, cells, out))
