@@ -4,7 +4,8 @@
 //! The source is a table or view registered in the session, or a location
 //! (file, directory, glob or URL) in Parquet, CSV or TSV ([`source`]); a URL's
 //! object store is set up on first use (`stores`; cloud stores need the
-//! `cloud` feature). With
+//! `cloud` feature); a 10x Genomics directory, or an AnnData `.h5ad` or 10x
+//! `.h5` file (`h5`, feature `hdf5`), is a sparse matrix. With
 //! the default layout it holds one row per gene: a gene-id column (named by
 //! the caller, else the first string column) and every other column one
 //! sample of any integer or floating-point type.
@@ -14,6 +15,8 @@
 //! query, when it runs ([`load`]). Every problem is a `DataFusionError`
 //! naming the source, column or gene.
 
+#[cfg(feature = "hdf5")]
+mod h5;
 mod layouts;
 pub mod live;
 mod missing;

@@ -3,7 +3,8 @@
 //! listing tables in Parquet, CSV or TSV (plain or compressed).
 //!
 //! Name resolution follows DataFusion's rule: a name registered in the
-//! session wins; anything else is a location.
+//! session wins; anything else is a location. A local file named `.h5ad`
+//! or `.h5` is read by the HDF5 reader (`h5`, feature `hdf5`).
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -80,11 +81,92 @@ pub async fn resolve(state: &dyn Session, source: &str, format: InputFormat) -> 
             sparse: true,
         });
     }
+    if let Some(kind) = Hdf5Kind::of_name(source) {
+        return hdf5_file(state, source, kind).await;
+    }
     Ok(Resolved {
         provider: listing(state, source, format).await?,
         what: format!("'{source}'"),
         sparse: false,
     })
+}
+
+/// An HDF5 file, by the extension of its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Hdf5Kind {
+    /// `.h5ad`: AnnData.
+    AnnData,
+    /// `.h5`: 10x Genomics (Cell Ranger v3+), or AnnData when it holds `X`.
+    Tenx,
+}
+
+impl Hdf5Kind {
+    /// The kind of file `source` names by its extension (any case), when
+    /// it is not a directory.
+    fn of_name(source: &str) -> Option<Self> {
+        let lower = source.to_ascii_lowercase();
+        let kind = if lower.ends_with(".h5ad") {
+            Self::AnnData
+        } else if lower.ends_with(".h5") {
+            Self::Tenx
+        } else {
+            return None;
+        };
+        let path = source.strip_prefix("file://").unwrap_or(source);
+        (!std::path::Path::new(path).is_dir()).then_some(kind)
+    }
+
+    /// How messages name a file of this kind.
+    fn label(self) -> &'static str {
+        match self {
+            Self::AnnData => "h5ad file",
+            Self::Tenx => "h5 file",
+        }
+    }
+}
+
+/// The error for an HDF5 file in a build without the `hdf5` feature.
+#[cfg_attr(feature = "hdf5", allow(dead_code))]
+fn without_hdf5(source: &str, kind: Hdf5Kind) -> datafusion::error::DataFusionError {
+    plan_error(format!(
+        "cannot read {} '{source}': this build reads no HDF5 files; build datafusion-kendall \
+         with `--features hdf5` (it needs the system HDF5 library: apt-get install \
+         libhdf5-dev, dnf install hdf5-devel or brew install hdf5), or convert the file \
+         in Python (docs/single-cell.md)",
+        kind.label()
+    ))
+}
+
+/// The HDF5 file `source` (a local path) as a sparse table, read now.
+#[cfg(feature = "hdf5")]
+async fn hdf5_file(state: &dyn Session, source: &str, kind: Hdf5Kind) -> Result<Resolved> {
+    let what = format!("{} '{source}'", kind.label());
+    if is_glob(source) || (source.contains("://") && !source.starts_with("file://")) {
+        return Err(plan_error(format!(
+            "cannot read {what}: HDF5 files are read from a local path, one file at a time"
+        )));
+    }
+    let path = std::path::PathBuf::from(source.strip_prefix("file://").unwrap_or(source));
+    let memory = crate::memory::QueryMemory::new(
+        Arc::clone(&state.runtime_env().memory_pool),
+        "HDF5 reader",
+        &what,
+    );
+    let named = what.clone();
+    let table = tokio::task::spawn_blocking(move || super::h5::read(&path, kind, &named, &memory))
+        .await
+        .map_err(|e| plan_error(format!("reading {what} failed: {e}")))??;
+    Ok(Resolved {
+        provider: Arc::new(table),
+        what,
+        sparse: true,
+    })
+}
+
+/// The HDF5 file `source`: an error saying to build with the feature.
+#[cfg(not(feature = "hdf5"))]
+async fn hdf5_file(_state: &dyn Session, source: &str, kind: Hdf5Kind) -> Result<Resolved> {
+    Err(without_hdf5(source, kind))
 }
 
 /// The table registered under `name` (exactly, or as `schema.table` /
@@ -312,5 +394,17 @@ mod tests {
         assert_eq!(format_of_name("data.gz"), Some((InputFormat::Auto, gz)));
         assert_eq!(format_of_name("dir"), None);
         assert_eq!(format_of_name("x.json"), None);
+    }
+
+    #[test]
+    fn hdf5_files_by_name_and_the_message_without_the_feature() {
+        assert_eq!(Hdf5Kind::of_name("a/X.H5AD"), Some(Hdf5Kind::AnnData));
+        assert_eq!(Hdf5Kind::of_name("file:///a/x.h5"), Some(Hdf5Kind::Tenx));
+        assert_eq!(Hdf5Kind::of_name("x.h5.parquet"), None);
+        assert_eq!(Hdf5Kind::of_name("x.hdf5"), None);
+        let msg = without_hdf5("x.h5ad", Hdf5Kind::AnnData).to_string();
+        for needle in ["h5ad file 'x.h5ad'", "--features hdf5", "libhdf5-dev"] {
+            assert!(msg.contains(needle), "{needle}: {msg}");
+        }
     }
 }

@@ -50,7 +50,7 @@ use datafusion::physical_plan::{
 use super::ExpressionMatrix;
 use super::live::{self, Live};
 use super::sparse::SparseValues;
-use crate::memory::{QueryMemory, try_with_capacity};
+use crate::memory::{QueryMemory, Reservation, try_with_capacity};
 
 /// Rows per batch of triples.
 const BATCH_ROWS: usize = 1 << 16;
@@ -81,6 +81,9 @@ struct Entries {
     empty_samples: Vec<u32>,
     /// Stored entries whose value is not 0.
     nonzero: usize,
+    /// The arrays' memory, when this library allocated them (a file it
+    /// read): reserved in a session's pool as long as the table lives.
+    _memory: Option<Reservation>,
 }
 
 fn error(msg: String) -> DataFusionError {
@@ -119,6 +122,32 @@ impl SparseTable {
         offsets: &dyn Array,
         indices: &dyn Array,
         data: &dyn Array,
+    ) -> Result<Self> {
+        Self::build(genes, samples, offsets, indices, data, None)
+    }
+
+    /// [`SparseTable::try_new`] over arrays this library allocated (read
+    /// from a file), whose memory `memory` holds in a session's pool for as
+    /// long as the table lives.
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    pub(crate) fn try_new_reserved(
+        genes: &dyn Array,
+        samples: &dyn Array,
+        offsets: &dyn Array,
+        indices: &dyn Array,
+        data: &dyn Array,
+        memory: Reservation,
+    ) -> Result<Self> {
+        Self::build(genes, samples, offsets, indices, data, Some(memory))
+    }
+
+    fn build(
+        genes: &dyn Array,
+        samples: &dyn Array,
+        offsets: &dyn Array,
+        indices: &dyn Array,
+        data: &dyn Array,
+        memory: Option<Reservation>,
     ) -> Result<Self> {
         let genes = ids(genes, "gene")?;
         let samples = ids(samples, "sample")?;
@@ -260,6 +289,7 @@ impl SparseTable {
             values,
             empty_samples,
             nonzero,
+            _memory: memory,
         });
         LIVE.add(entries.number, &entries);
         Ok(Self(entries))

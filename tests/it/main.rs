@@ -16,6 +16,8 @@ mod exports;
 mod fdr;
 mod fuzz;
 mod graphml;
+#[cfg(feature = "hdf5")]
+mod h5;
 mod inputs;
 mod integers;
 mod kernels;

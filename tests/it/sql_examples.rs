@@ -12,11 +12,17 @@ fn sql_examples_run() {
     // working directory must not change under them.
     let scratch = tempfile::tempdir().unwrap();
     copy_dir(&root.join("data"), &scratch.path().join("data"));
+    copy_dir(
+        &root.join("tests/data/h5"),
+        &scratch.path().join("tests/data/h5"),
+    );
 
     let mut files: Vec<_> = std::fs::read_dir(root.join("sql"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "sql"))
+        // HDF5 files are read only with the `hdf5` feature.
+        .filter(|p| cfg!(feature = "hdf5") || p.file_name().is_none_or(|n| n != "hdf5.sql"))
         .collect();
     files.sort();
     assert!(files.len() >= 4, "{files:?}");
@@ -131,6 +137,16 @@ fn sql_examples_run() {
             outputs.contains(needle),
             "'{needle}' missing from:\n{outputs}"
         );
+    }
+    // sql/hdf5.sql: the .h5ad file's 66 pairs (11 with its all-zero gene)
+    // and the 10x .h5 file's 11 strongest edges (none for that gene), as those of the TSV.
+    if cfg!(feature = "hdf5") {
+        for needle in ["| 66    | 11                    |", "| 11    | 11       |"] {
+            assert!(
+                outputs.contains(needle),
+                "'{needle}' missing from:\n{outputs}"
+            );
+        }
     }
     assert!(scratch.path().join("demo_expression.tsv.gz").exists());
     assert!(scratch.path().join("network.parquet").exists());

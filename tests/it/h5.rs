@@ -1,0 +1,250 @@
+//! AnnData `.h5ad` and 10x Genomics `.h5` files as inputs (feature `hdf5`):
+//! the fixtures of `tests/data/h5/` (made by `scripts/make_h5_fixtures.py`)
+//! against the same counts as a dense TSV, and malformed files.
+
+use hdf5_metno as hdf5;
+use hdf5_metno::types::VarLenUnicode;
+
+use crate::common::{self, ctx, run, sorted_bits};
+
+const DIR: &str = "tests/data/h5";
+/// The fixtures, each the matrix of `dense.tsv`.
+const FIXTURES: [&str; 4] = ["csr.h5ad", "csc.h5ad", "dense.h5ad", "tenx_v3.h5"];
+/// The fixtures' shape; the last gene is zero in every cell.
+const GENES: usize = 12;
+const CELLS: i64 = 40;
+
+async fn rows(source: &str, kernel: &str) -> Vec<common::RowBits> {
+    let sql = format!(
+        "SET kendall.kernel = '{kernel}'; \
+         SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs('{source}')"
+    );
+    sorted_bits(
+        &run(&ctx(2), &sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}")),
+    )
+}
+
+async fn text(sql: &str) -> String {
+    let batches = run(&ctx(2), sql)
+        .await
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+        .unwrap()
+        .to_string()
+}
+
+#[tokio::test]
+async fn every_fixture_reads_as_the_dense_tsv() {
+    let dense = rows(&format!("{DIR}/dense.tsv"), "naive").await;
+    assert_eq!(dense.len(), GENES * (GENES - 1) / 2);
+    // Every cell counts (the all-zero one too), and the all-zero gene's
+    // pairs are NaN.
+    assert!(dense.iter().all(|r| r.4 == CELLS), "{dense:?}");
+    let nan = dense
+        .iter()
+        .filter(|r| f64::from_bits(r.2).is_nan())
+        .count();
+    assert_eq!(nan, GENES - 1);
+    for fixture in FIXTURES {
+        let source = format!("{DIR}/{fixture}");
+        for kernel in ["naive", "zero", "auto"] {
+            assert_eq!(rows(&source, kernel).await, dense, "{fixture} {kernel}");
+        }
+    }
+    // Top partners too, and the upper-case extension.
+    let upper = tempfile::tempdir().unwrap();
+    let copy = upper.path().join("CSR.H5AD");
+    std::fs::copy(format!("{DIR}/csr.h5ad"), &copy).unwrap();
+    let top = |source: String| {
+        format!(
+            "SELECT gene, partner, tau, rank FROM kendall_top_partners('{source}', 3) \
+             ORDER BY gene, rank"
+        )
+    };
+    let want = text(&top(format!("{DIR}/dense.tsv"))).await;
+    for source in [format!("{DIR}/tenx_v3.h5"), copy.display().to_string()] {
+        assert_eq!(text(&top(source.clone())).await, want, "{source}");
+    }
+}
+
+#[tokio::test]
+async fn the_plan_scans_the_file_as_a_sparse_table() {
+    let plan = common::plan(
+        &ctx(1),
+        &format!("EXPLAIN SELECT count(*) FROM kendall_all_pairs('{DIR}/csr.h5ad')"),
+    )
+    .await;
+    common::assert_contains(&plan, &["KendallExec", "SparseTableExec", "12 genes x 40"]);
+    let named = format!("SELECT count(*) FROM kendall_all_pairs('{DIR}/csr.h5ad', 'gene')");
+    common::assert_contains(
+        &common::error(&ctx(1), &named).await,
+        &["h5ad file", "takes no column names"],
+    );
+}
+
+#[tokio::test]
+async fn missing_and_foreign_files_are_errors_naming_them() {
+    let sql = |path: &str| format!("SELECT count(*) FROM kendall_all_pairs('{path}')");
+    common::assert_contains(
+        &common::error(&ctx(1), &sql("no/such/file.h5ad")).await,
+        &["cannot open h5ad file 'no/such/file.h5ad'", "No such file"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("fake.h5ad");
+    std::fs::write(&fake, "gene\ta\tb\ng1\t1\t2\n").unwrap();
+    common::assert_contains(
+        &common::error(&ctx(1), &sql(&fake.display().to_string())).await,
+        &["fake.h5ad", "is it an HDF5 file?"],
+    );
+    common::assert_contains(
+        &common::error(&ctx(1), &sql(&format!("{DIR}/no_x.h5ad"))).await,
+        &["h5ad file", "no_x.h5ad", "'X'", "no matrix X"],
+    );
+    // An AnnData file is not a 10x one.
+    let renamed = dir.path().join("anndata.h5");
+    std::fs::copy(format!("{DIR}/no_x.h5ad"), &renamed).unwrap();
+    common::assert_contains(
+        &common::error(&ctx(1), &sql(&renamed.display().to_string())).await,
+        &["h5 file", "'matrix'", "not a 10x Genomics"],
+    );
+    common::assert_contains(
+        &common::error(&ctx(1), &sql("s3://bucket/x.h5ad")).await,
+        &["local path"],
+    );
+    // Its memory is reserved in the session's pool.
+    common::assert_contains(
+        &common::error(
+            &ctx(1),
+            &format!(
+                "SET datafusion.runtime.memory_limit = '1K'; {}",
+                sql(&format!("{DIR}/csr.h5ad"))
+            ),
+        )
+        .await,
+        &["Resources exhausted", "h5ad file"],
+    );
+}
+
+/// A 10x file of 3 features x 4 barcodes (variable-length UTF-8 ids) with
+/// the given CSC arrays and shape.
+fn tenx(
+    path: &std::path::Path,
+    shape: [i64; 2],
+    indptr: &[i64],
+    indices: &[i64],
+    data: &[f32],
+) -> hdf5::Result<()> {
+    let f = hdf5::File::create(path)?;
+    let m = f.create_group("matrix")?;
+    let strings =
+        |ids: &[&str]| -> Vec<VarLenUnicode> { ids.iter().map(|s| s.parse().unwrap()).collect() };
+    m.new_dataset_builder().with_data(&shape).create("shape")?;
+    m.new_dataset_builder().with_data(indptr).create("indptr")?;
+    m.new_dataset_builder()
+        .with_data(indices)
+        .create("indices")?;
+    m.new_dataset_builder().with_data(data).create("data")?;
+    m.new_dataset_builder()
+        .with_data(&strings(&["w", "x", "y", "z"]))
+        .create("barcodes")?;
+    m.create_group("features")?
+        .new_dataset_builder()
+        .with_data(&strings(&["a", "b", "c"]))
+        .create("id")?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn malformed_10x_files_are_errors_naming_the_dataset() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.h5");
+    let sql = format!(
+        "SELECT tau, n FROM kendall_all_pairs('{}') WHERE gene_i = 'a' AND gene_j = 'b'",
+        path.display()
+    );
+    // a = (5, 0, 1, 2), b = (0, 3, 0, 1), c all zero: by barcode, entries of
+    // x listed out of feature order.
+    let good = [0i64, 1, 2, 3, 5];
+    tenx(
+        &path,
+        [3, 4],
+        &good,
+        &[0, 1, 0, 1, 0],
+        &[5., 3., 1., 1., 2.],
+    )
+    .unwrap();
+    let batches = run(&ctx(1), &sql).await.unwrap();
+    let (tau, n) = (
+        common::first_f64(&batches, 0),
+        common::first_f64(&batches, 1),
+    );
+    // (w,x) D, (w,y) tied in b, (w,z) D, (x,y) D, (x,z) D, (y,z) C:
+    // S = -3, tau = -3 / sqrt(6 * 5).
+    let want = -3.0 / (6.0f64 * 5.0).sqrt();
+    assert!((tau - want).abs() < 1e-15, "{tau} vs {want}");
+    assert_eq!(n, 4.0);
+    for (shape, indptr, indices, data, needles) in [
+        (
+            [3, 4],
+            &good[..],
+            &[0i64, 1, 0, 7, 0][..],
+            &[5f32, 3., 1., 1., 2.][..],
+            &["'matrix/indices'", "entry 3 is 7, outside 0..3"][..],
+        ),
+        (
+            [3, 4],
+            &[0, 1, 3, 2, 5],
+            &[0, 1, 0, 1, 0],
+            &[5., 3., 1., 1., 2.],
+            &["'matrix/indptr'", "not ascending"],
+        ),
+        (
+            [3, 4],
+            &[0, 1, 2, 3, 4],
+            &[0, 1, 0, 1, 0],
+            &[5., 3., 1., 1., 2.],
+            &["'matrix/indptr'", "expected 0 to 5"],
+        ),
+        (
+            [3, 4],
+            &good,
+            &[0, 1, 0, 1, 0],
+            &[5., 3., f32::NAN, 1., 2.],
+            &["'matrix/data'", "gene 'a', cell 'y' has the value NaN"],
+        ),
+        (
+            [4, 4],
+            &good,
+            &[0, 1, 0, 1, 0],
+            &[5., 3., 1., 1., 2.],
+            &["'matrix/shape'", "[4, 4]", "3 features"],
+        ),
+        (
+            [3, 4],
+            &good,
+            &[0, 1, 0, 0, 0],
+            &[5., 3., 1., 1., 2.],
+            &["h5 file", "gene 'a' lists sample 'z' twice"],
+        ),
+    ] {
+        tenx(&path, shape, indptr, indices, data).unwrap();
+        let msg = common::error(&ctx(1), &sql).await;
+        common::assert_contains(&msg, needles);
+        common::assert_contains(&msg, &["m.h5"]);
+    }
+    // Cell Ranger v2: one group per genome.
+    let f = hdf5::File::create(&path).unwrap();
+    f.create_group("GRCh38")
+        .unwrap()
+        .new_dataset_builder()
+        .with_data(&[1i32])
+        .create("genes")
+        .unwrap();
+    drop(f);
+    common::assert_contains(
+        &common::error(&ctx(1), &sql).await,
+        &["'GRCh38/genes'", "Cell Ranger v2"],
+    );
+}
