@@ -301,7 +301,9 @@ def _run(x, y, first, second, *, columns, options, progress, partitions, where="
         _register(ctx, _sparse_input(y, _numbered(y.shape[1], m)), names["y"])
         sources += f", '{names['y']}'"
         offset = m
-    ids = lambda a: pa.array(np.asarray(a, dtype=np.int64)).cast(pa.string())  # noqa: E731
+    # Integer ids: the engine looks them up as integers among the numbered
+    # features (no strings made).
+    ids = lambda a: pa.array(np.asarray(a, dtype=np.int64))  # noqa: E731
     ctx.from_arrow(
         _chunked(pa.table({"first": ids(first), "second": ids(np.asarray(second) + offset)})),
         name=names["pairs"],

@@ -15,9 +15,9 @@
 
 use std::collections::HashMap;
 
-use datafusion::arrow::array::{Array, AsArray, StringArray};
+use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StringArray};
 use datafusion::arrow::compute::cast;
-use datafusion::arrow::datatypes::{DataType, Schema};
+use datafusion::arrow::datatypes::{DataType, Int64Type, Schema};
 use datafusion::common::plan_err;
 use datafusion::error::Result;
 use rayon::prelude::*;
@@ -106,15 +106,11 @@ impl PairListSpec {
         memory: &QueryMemory,
     ) -> Result<(ListedPairs, Reservation)> {
         let one_matrix = first_genes == second_genes;
-        type Index<'a> = HashMap<&'a str, u32, foldhash::fast::RandomState>;
-        let index = |range: std::ops::Range<usize>| -> Index<'_> {
-            range.map(|g| (genes.value(g), g as u32)).collect()
-        };
-        let first_index = index(first_genes.clone());
+        let first_index = IdIndex::new(genes, first_genes.clone());
         let second_index = if one_matrix {
             None
         } else {
-            Some(index(second_genes))
+            Some(IdIndex::new(genes, second_genes))
         };
         let second_of = second_index.as_ref().unwrap_or(&first_index);
         let mut reservation = memory.reserve(&format!("candidate pairs of {}", self.what), 0)?;
@@ -127,35 +123,28 @@ impl PairListSpec {
         for batch in batches {
             // (The batches stop a load asked to stop.)
             let batch = batch?;
-            let ids = |c: usize| -> Result<StringArray> {
-                let column = cast(batch.column(c), &DataType::Utf8)?;
-                Ok(column.as_string::<i32>().clone())
-            };
-            let (a, b) = (ids(0)?, ids(1)?);
+            let (a, b) = (Ids::of(batch.column(0))?, Ids::of(batch.column(1))?);
             let rows = batch.num_rows();
             reservation.try_grow(rows * std::mem::size_of::<(u64, u64, u64)>())?;
             // The ids looked up on rayon's threads.
             let keys: Vec<u64> = (0..rows)
                 .into_par_iter()
                 .with_min_len(1 << 12)
-                .map(|k| {
-                    if a.is_null(k) || b.is_null(k) {
-                        return NONE;
+                .map(|k| match (first_index.find(&a, k), second_of.find(&b, k)) {
+                    (Some(i), Some(j)) if !(one_matrix && i == j) => {
+                        (u64::from(i) << 32) | u64::from(j)
                     }
-                    match (first_index.get(a.value(k)), second_of.get(b.value(k))) {
-                        (Some(&i), Some(&j)) if !(one_matrix && i == j) => {
-                            (u64::from(i) << 32) | u64::from(j)
-                        }
-                        _ => NONE,
-                    }
+                    _ => NONE,
                 })
                 .collect();
             found.reserve(rows);
             for (k, &key) in keys.iter().enumerate() {
                 if key != NONE {
                     found.push((key, listed + k as u64));
-                } else if example.is_none() && !a.is_null(k) && !b.is_null(k) {
-                    example = Some((a.value(k).to_string(), b.value(k).to_string()));
+                } else if example.is_none() {
+                    if let (Some(x), Some(y)) = (a.text(k), b.text(k)) {
+                        example = Some((x, y));
+                    }
                 }
             }
             listed += rows as u64;
@@ -191,6 +180,65 @@ impl PairListSpec {
         drop(found);
         reservation.shrink_to(pairs.heap_bytes());
         Ok((pairs, reservation))
+    }
+}
+
+/// One id column of a batch of the list: text, or integers (looked up as
+/// integers among the genes whose id is an integer's decimal form, which
+/// is what the integer cast to text would match, without making strings).
+enum Ids {
+    Text(StringArray),
+    Integers(Int64Array),
+}
+
+impl Ids {
+    fn of(column: &ArrayRef) -> Result<Self> {
+        if column.data_type().is_integer()
+            && let Ok(integers) = cast(column, &DataType::Int64)
+        {
+            return Ok(Ids::Integers(integers.as_primitive::<Int64Type>().clone()));
+        }
+        let text = cast(column, &DataType::Utf8)?;
+        Ok(Ids::Text(text.as_string::<i32>().clone()))
+    }
+
+    /// Row `k`'s id as text (`None` when NULL), for messages.
+    fn text(&self, k: usize) -> Option<String> {
+        match self {
+            Ids::Text(a) => a.is_valid(k).then(|| a.value(k).to_string()),
+            Ids::Integers(a) => a.is_valid(k).then(|| a.value(k).to_string()),
+        }
+    }
+}
+
+/// Genes (a range of positions) by id, and by integer for those whose id
+/// is one written as Rust (and Arrow's cast) writes it.
+struct IdIndex<'a> {
+    text: HashMap<&'a str, u32, foldhash::fast::RandomState>,
+    integers: HashMap<i64, u32, foldhash::fast::RandomState>,
+}
+
+impl<'a> IdIndex<'a> {
+    fn new(genes: &'a StringArray, range: std::ops::Range<usize>) -> Self {
+        let text: HashMap<&str, u32, _> = range.map(|g| (genes.value(g), g as u32)).collect();
+        let integers = text
+            .iter()
+            .filter_map(|(&id, &g)| {
+                let x: i64 = id.parse().ok()?;
+                (x.to_string() == id).then_some((x, g))
+            })
+            .collect();
+        IdIndex { text, integers }
+    }
+
+    /// The gene row `k` of `ids` names, if any.
+    #[inline]
+    fn find(&self, ids: &Ids, k: usize) -> Option<u32> {
+        match ids {
+            Ids::Text(a) => a.is_valid(k).then(|| self.text.get(a.value(k)))?,
+            Ids::Integers(a) => a.is_valid(k).then(|| self.integers.get(&a.value(k)))?,
+        }
+        .copied()
     }
 }
 

@@ -83,8 +83,20 @@ impl RankSums {
         let (x, y) = if m.two_valued(j) { (i, j) } else { (j, i) };
         self.score(m, x);
         let scores = &self.scores;
+        // Four independent running sums (the loads overlap); every partial
+        // sum is below n² in magnitude, far from i64's limits.
         let sum = |samples: &[u32]| -> i64 {
-            samples.iter().map(|&a| i64::from(scores[a as usize])).sum()
+            let score = |a: u32| i64::from(scores[a as usize]);
+            let mut quads = samples.chunks_exact(4);
+            let mut acc = [0i64; 4];
+            for q in &mut quads {
+                acc[0] += score(q[0]);
+                acc[1] += score(q[1]);
+                acc[2] += score(q[2]);
+                acc[3] += score(q[3]);
+            }
+            let rest: i64 = quads.remainder().iter().map(|&a| score(a)).sum();
+            acc.iter().sum::<i64>() + rest
         };
         if let Some(gene) = m.sparse_gene(y).filter(|g| g.zeros > 0) {
             // A sparse gene with zeros: its listed samples are one group,

@@ -174,6 +174,55 @@ async fn the_list_is_read_by_its_first_two_columns_from_any_source() {
     );
 }
 
+/// A list of integer ids finds the genes whose id is that integer written
+/// out (as casting it to text would), and only those: `7` is not `007`.
+#[tokio::test]
+async fn integer_ids_find_genes_by_their_decimal_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.csv");
+    std::fs::write(
+        &path,
+        "gene,s1,s2,s3,s4,s5,s6\n1,1,2,3,4,5,6\n2,2,1,4,3,6,5\n007,6,5,4,3,2,1\n\
+         -4,1,3,2,5,4,6\nx,3,3,1,2,6,5\n",
+    )
+    .unwrap();
+    let ctx = ctx(2);
+    let integers = common::batch(vec![
+        (
+            "a",
+            Arc::new(datafusion::arrow::array::Int64Array::from(vec![1, 7, -4, 2])),
+        ),
+        (
+            "b",
+            Arc::new(datafusion::arrow::array::Int32Array::from(vec![2, 1, 2, 1])),
+        ),
+    ]);
+    let table = MemTable::try_new(integers.schema(), vec![vec![integers]]).unwrap();
+    ctx.register_table("by_number", Arc::new(table)).unwrap();
+    register_list(&ctx, "by_text", &[("1", "2"), ("-4", "2")]);
+    let rows = |list: &str| {
+        format!(
+            "SELECT gene_i, gene_j, tau FROM kendall_candidate_pairs('{list}', '{}') \
+             ORDER BY gene_i, gene_j",
+            path.display()
+        )
+    };
+    let key = |p: &common::Pair| (p.gene_i.clone(), p.gene_j.clone(), p.tau.to_bits());
+    let numbered: Vec<_> = common::pairs(&ctx, &rows("by_number"))
+        .await
+        .iter()
+        .map(key)
+        .collect();
+    let named: Vec<_> = common::pairs(&ctx, &rows("by_text"))
+        .await
+        .iter()
+        .map(key)
+        .collect();
+    // (2, 1) repeats (1, 2); 7 names no gene.
+    assert_eq!(numbered.len(), 2, "{numbered:?}");
+    assert_eq!(numbered, named);
+}
+
 #[tokio::test]
 async fn listed_pairs_of_one_matrix_follow_the_lists_rules() {
     let genes = genes_of(LEFT);
