@@ -240,14 +240,17 @@ def _pair_positions(pairs: Any, x_ids: list[str], y_ids: list[str]):
         if np.issubdtype(ids.dtype, np.integer):
             if len(ids) and (ids.min() < 0 or ids.max() >= len(names)):
                 raise IndexError(f"{side} positions must lie in [0, {len(names)})")
-            return ids.astype(np.int64)
+            return ids.astype(np.int64, copy=False)
         where = {n: k for k, n in enumerate(names)}
         return np.array([where.get(str(v), -1) for v in ids], dtype=np.int64)
 
     first = positions(first, x_ids, "first")
     second = positions(second, y_ids, "second")
-    known = (first >= 0) & (second >= 0)
-    return first[known], second[known]
+    # Positions are all known; names may not be (-1).
+    if (first < 0).any() or (second < 0).any():
+        known = (first >= 0) & (second >= 0)
+        return first[known], second[known]
+    return first, second
 
 
 def _columns(data: Any, used: Any, *, binary: bool, what: str):
