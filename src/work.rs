@@ -314,16 +314,15 @@ impl PairCursor {
             let most = (start + max_pairs.clamp(1, MAX_BLOCK_PAIRS)).min(pairs.end);
             let end = start + list.first[start..most].partition_point(|&g| g == first);
             match numerators {
-                Some(known) => out.extend(
-                    list.second[start..end]
-                        .iter()
-                        .zip(&known[start..end])
-                        .map(|(&j, &s)| PairNumerator {
+                Some(known) => {
+                    out.extend(list.second[start..end].iter().zip(&known[start..end]).map(
+                        |(&j, &s)| PairNumerator {
                             i: first,
                             j,
                             s: i64::from(s),
-                        }),
-                ),
+                        },
+                    ))
+                }
                 None => kernel.listed(m, first, &list.second[start..end], out),
             }
             pairs.start = end;

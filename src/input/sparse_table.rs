@@ -26,7 +26,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use rayon::prelude::*;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, DictionaryArray, Float64Array, RecordBatch, StringArray, UInt32Array,
 };
@@ -46,6 +45,7 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
+use rayon::prelude::*;
 
 use super::ExpressionMatrix;
 use super::live::{self, Live};
@@ -343,7 +343,9 @@ impl SparseTable {
         if t.nonzero == t.values.len() {
             // No stored zeros: the arrays as they are, copied on rayon's
             // threads (the copy is mostly the first touch of its pages).
-            sparse.cells.par_extend(t.indices.par_iter().map(|&i| i as u32));
+            sparse
+                .cells
+                .par_extend(t.indices.par_iter().map(|&i| i as u32));
             sparse.values.par_extend(t.values.par_iter().copied());
             sparse.start.extend_from_slice(&t.offsets);
         } else {

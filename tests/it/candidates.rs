@@ -190,7 +190,9 @@ async fn integer_ids_find_genes_by_their_decimal_form() {
     let integers = common::batch(vec![
         (
             "a",
-            Arc::new(datafusion::arrow::array::Int64Array::from(vec![1, 7, -4, 2])),
+            Arc::new(datafusion::arrow::array::Int64Array::from(vec![
+                1, 7, -4, 2,
+            ])),
         ),
         (
             "b",
