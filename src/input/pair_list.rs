@@ -141,10 +141,10 @@ impl PairListSpec {
             for (k, &key) in keys.iter().enumerate() {
                 if key != NONE {
                     found.push((key, listed + k as u64));
-                } else if example.is_none() {
-                    if let (Some(x), Some(y)) = (a.text(k), b.text(k)) {
-                        example = Some((x, y));
-                    }
+                } else if example.is_none()
+                    && let (Some(x), Some(y)) = (a.text(k), b.text(k))
+                {
+                    example = Some((x, y));
                 }
             }
             listed += rows as u64;
