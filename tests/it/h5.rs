@@ -5,7 +5,7 @@
 use hdf5_metno as hdf5;
 use hdf5_metno::types::VarLenUnicode;
 
-use crate::common::{self, ctx, run, sorted_bits};
+use crate::common::{self, ctx, run};
 
 const DIR: &str = "tests/data/h5";
 /// The fixtures, each the matrix of `dense.tsv`.
@@ -13,18 +13,6 @@ const FIXTURES: [&str; 4] = ["csr.h5ad", "csc.h5ad", "dense.h5ad", "tenx_v3.h5"]
 /// The fixtures' shape; the last gene is zero in every cell.
 const GENES: usize = 12;
 const CELLS: i64 = 40;
-
-async fn rows(source: &str, kernel: &str) -> Vec<common::RowBits> {
-    let sql = format!(
-        "SET kendall.kernel = '{kernel}'; \
-         SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs('{source}')"
-    );
-    sorted_bits(
-        &run(&ctx(2), &sql)
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}")),
-    )
-}
 
 async fn text(sql: &str) -> String {
     let batches = run(&ctx(2), sql)
@@ -37,7 +25,7 @@ async fn text(sql: &str) -> String {
 
 #[tokio::test]
 async fn every_fixture_reads_as_the_dense_tsv() {
-    let dense = rows(&format!("{DIR}/dense.tsv"), "naive").await;
+    let dense = common::all_pairs_bits(&format!("{DIR}/dense.tsv"), "naive").await;
     assert_eq!(dense.len(), GENES * (GENES - 1) / 2);
     // Every cell counts (the all-zero one too), and the all-zero gene's
     // pairs are NaN.
@@ -50,7 +38,11 @@ async fn every_fixture_reads_as_the_dense_tsv() {
     for fixture in FIXTURES {
         let source = format!("{DIR}/{fixture}");
         for kernel in ["naive", "zero", "auto"] {
-            assert_eq!(rows(&source, kernel).await, dense, "{fixture} {kernel}");
+            assert_eq!(
+                common::all_pairs_bits(&source, kernel).await,
+                dense,
+                "{fixture} {kernel}"
+            );
         }
     }
     // Top partners too, and the upper-case extension.

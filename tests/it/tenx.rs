@@ -3,22 +3,10 @@
 
 use std::io::Write;
 
-use crate::common::{self, ctx, run, sorted_bits};
+use crate::common::{self, ctx, run};
 
 const DIR: &str = "data/tenx_demo";
 const DENSE: &str = "data/tenx_demo_dense.parquet";
-
-async fn rows(source: &str, kernel: &str) -> Vec<common::RowBits> {
-    let sql = format!(
-        "SET kendall.kernel = '{kernel}'; \
-         SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs('{source}')"
-    );
-    sorted_bits(
-        &run(&ctx(2), &sql)
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}")),
-    )
-}
 
 /// Writes `text` to `dir/name`.
 fn write_file(dir: &std::path::Path, name: &str, text: &str) {
@@ -30,13 +18,16 @@ fn write_file(dir: &std::path::Path, name: &str, text: &str) {
 
 #[tokio::test]
 async fn a_10x_directory_reads_as_the_dense_matrix() {
-    let dense = rows(DENSE, "naive").await;
+    let dense = common::all_pairs_bits(DENSE, "naive").await;
     assert_eq!(dense.len(), 40 * 39 / 2);
     for kernel in ["naive", "gse", "vse", "bitset", "zero", "auto"] {
-        assert_eq!(rows(DIR, kernel).await, dense, "{kernel}");
+        assert_eq!(common::all_pairs_bits(DIR, kernel).await, dense, "{kernel}");
     }
     // A trailing slash and uncompressed files (Cell Ranger 2's genes.tsv) too.
-    assert_eq!(rows(&format!("{DIR}/"), "auto").await, dense);
+    assert_eq!(
+        common::all_pairs_bits(&format!("{DIR}/"), "auto").await,
+        dense
+    );
     let plain = tempfile::tempdir().unwrap();
     for (from, to) in [
         ("matrix.mtx.gz", "matrix.mtx"),
@@ -53,7 +44,10 @@ async fn a_10x_directory_reads_as_the_dense_matrix() {
         .unwrap();
         std::fs::write(plain.path().join(to), text).unwrap();
     }
-    assert_eq!(rows(plain.path().to_str().unwrap(), "auto").await, dense);
+    assert_eq!(
+        common::all_pairs_bits(plain.path().to_str().unwrap(), "auto").await,
+        dense
+    );
     // The two all-zero genes are kept: constant, so NaN tau.
     let batches = run(
         &ctx(1),

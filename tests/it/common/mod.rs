@@ -200,6 +200,20 @@ pub fn kendall_metric(
 /// One output row as exact bits: (gene_i, gene_j, tau bits, p_value bits, n).
 pub type RowBits = (String, String, u64, u64, i64);
 
+/// Every pair of `source` under `kernel` as [`sorted_bits`] (`tau`,
+/// `p_value`, `n`): two inputs of the same matrix give equal vectors.
+pub async fn all_pairs_bits(source: &str, kernel: &str) -> Vec<RowBits> {
+    let sql = format!(
+        "SET kendall.kernel = '{kernel}'; \
+         SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs('{source}')"
+    );
+    sorted_bits(
+        &run(&ctx(2), &sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}")),
+    )
+}
+
 /// The rows of `batches` (which hold `gene_i`, `gene_j`, `tau`, `p_value`
 /// and `n`) as [`RowBits`], sorted: equal vectors mean bit-identical rows,
 /// the orientation of each pair included.
