@@ -44,8 +44,8 @@ use hdf5::types::{
 use hdf5::{Container, LocationType};
 use hdf5_metno as hdf5;
 
+use super::h5_kind::Hdf5Kind;
 use super::plan_error;
-use super::source::Hdf5Kind;
 use super::sparse_table::SparseTable;
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 
@@ -128,40 +128,6 @@ enum Ints {
 enum Floats {
     Narrow(Vec<f32>),
     Wide(Vec<f64>),
-}
-
-/// An index as stored.
-trait Index: Copy {
-    fn get(self) -> i64;
-}
-
-impl Index for i32 {
-    fn get(self) -> i64 {
-        self.into()
-    }
-}
-
-impl Index for i64 {
-    fn get(self) -> i64 {
-        self
-    }
-}
-
-/// A value as stored.
-trait Value: Copy {
-    fn get(self) -> f64;
-}
-
-impl Value for f32 {
-    fn get(self) -> f64 {
-        self.into()
-    }
-}
-
-impl Value for f64 {
-    fn get(self) -> f64 {
-        self
-    }
 }
 
 /// Calls `$f` with the vectors of an [`Ints`] and a [`Floats`], whatever
@@ -666,8 +632,14 @@ impl Grid<'_> {
     }
 
     /// The value at entry `k` (of gene `g`, cell `c`), checked finite.
-    fn finite<V: Value>(&self, values: &[V], k: usize, g: usize, c: usize) -> Result<f64> {
-        let x = values[k].get();
+    fn finite<V: Copy + Into<f64>>(
+        &self,
+        values: &[V],
+        k: usize,
+        g: usize,
+        c: usize,
+    ) -> Result<f64> {
+        let x: f64 = values[k].into();
         if x.is_finite() {
             Ok(x)
         } else {
@@ -682,8 +654,8 @@ impl Grid<'_> {
     }
 
     /// Index `k` of `indices`, checked in `0..bound`.
-    fn index<I: Index>(&self, indices: &[I], k: usize, bound: usize) -> Result<usize> {
-        let i = indices[k].get();
+    fn index<I: Copy + Into<i64>>(&self, indices: &[I], k: usize, bound: usize) -> Result<usize> {
+        let i: i64 = indices[k].into();
         if (0..bound as i64).contains(&i) {
             Ok(i as usize)
         } else {
@@ -693,7 +665,7 @@ impl Grid<'_> {
 
     /// Entries stored by cell, grouped by gene with a counting sort (each
     /// gene's cells then ascending, as the cells are met in order).
-    fn by_cell<I: Index, V: Value>(
+    fn by_cell<I: Copy + Into<i64>, V: Copy + Into<f64>>(
         &self,
         indptr: &[i64],
         indices: &[I],
@@ -714,7 +686,7 @@ impl Grid<'_> {
             let first = w[0] as usize;
             for (k, i) in (first..).zip(&indices[first..w[1] as usize]) {
                 // In range: checked by the count above.
-                let g = i.get() as usize;
+                let g = Into::<i64>::into(*i) as usize;
                 let at = next[g] as usize;
                 cells[at] = c as i32;
                 out[at] = self.finite(values, k, g, c)?;
@@ -725,7 +697,7 @@ impl Grid<'_> {
     }
 
     /// Entries stored by gene, each gene's cells sorted when they are not.
-    fn by_gene<I: Index, V: Value>(
+    fn by_gene<I: Copy + Into<i64>, V: Copy + Into<f64>>(
         &self,
         indptr: &[i64],
         indices: &[I],
@@ -757,11 +729,15 @@ impl Grid<'_> {
 
     /// A dense cells × genes matrix (row-major), its non-zero values
     /// grouped by gene; more reserved in `reservation` as they are counted.
-    fn dense<V: Value>(&self, x: &[V], reservation: &mut Reservation) -> Result<Grouped> {
+    fn dense<V: Copy + Into<f64>>(
+        &self,
+        x: &[V],
+        reservation: &mut Reservation,
+    ) -> Result<Grouped> {
         let (m, n) = (self.genes.len(), self.cells.len());
         let mut start = try_filled(m + 1, 0i64, "HDF5 matrix offsets")?;
         for (k, v) in x.iter().enumerate() {
-            if v.get() != 0.0 {
+            if Into::<f64>::into(*v) != 0.0 {
                 start[k % m + 1] += 1;
             }
         }
@@ -776,7 +752,7 @@ impl Grid<'_> {
         for c in 0..n {
             for (g, slot) in next[..m].iter_mut().enumerate() {
                 let k = c * m + g;
-                if x[k].get() == 0.0 {
+                if Into::<f64>::into(x[k]) == 0.0 {
                     continue;
                 }
                 let at = *slot as usize;

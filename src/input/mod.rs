@@ -17,6 +17,7 @@
 
 #[cfg(feature = "hdf5")]
 mod h5;
+mod h5_kind;
 mod layouts;
 pub mod live;
 mod missing;

@@ -22,6 +22,7 @@ use datafusion::datasource::listing::{
 use datafusion::error::Result;
 use futures::TryStreamExt;
 
+use super::h5_kind::Hdf5Kind;
 use super::plan_error;
 
 crate::option_enum::option_enum! {
@@ -89,40 +90,6 @@ pub async fn resolve(state: &dyn Session, source: &str, format: InputFormat) -> 
         what: format!("'{source}'"),
         sparse: false,
     })
-}
-
-/// An HDF5 file, by the extension of its name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Hdf5Kind {
-    /// `.h5ad`: AnnData.
-    AnnData,
-    /// `.h5`: 10x Genomics (Cell Ranger v3+), or AnnData when it holds `X`.
-    Tenx,
-}
-
-impl Hdf5Kind {
-    /// The kind of file `source` names by its extension (any case), when
-    /// it is not a directory.
-    fn of_name(source: &str) -> Option<Self> {
-        let lower = source.to_ascii_lowercase();
-        let kind = if lower.ends_with(".h5ad") {
-            Self::AnnData
-        } else if lower.ends_with(".h5") {
-            Self::Tenx
-        } else {
-            return None;
-        };
-        let path = source.strip_prefix("file://").unwrap_or(source);
-        (!std::path::Path::new(path).is_dir()).then_some(kind)
-    }
-
-    /// How messages name a file of this kind.
-    fn label(self) -> &'static str {
-        match self {
-            Self::AnnData => "h5ad file",
-            Self::Tenx => "h5 file",
-        }
-    }
 }
 
 /// The error for an HDF5 file in a build without the `hdf5` feature.
