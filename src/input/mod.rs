@@ -334,7 +334,7 @@ impl ExpressionMatrix {
             return Ok(self);
         };
         let cells = self.genes.len().saturating_mul(self.samples);
-        let per_value = if sparse.residuals.is_empty() { 8 } else { 10 };
+        let per_value = if sparse.is_exact() { 8 } else { 10 };
         let mut reservation = memory.reserve(
             &format!(
                 "input values ({} genes x {} samples)",

@@ -11,6 +11,7 @@
 use std::mem::size_of;
 use std::ops::Range;
 
+use datafusion::arrow::buffer::ScalarBuffer;
 use datafusion::error::Result;
 
 use super::values::Exact;
@@ -22,19 +23,79 @@ use crate::memory::{Reservation, try_filled, try_with_capacity};
 pub const SPARSE_MAX_DENSITY: f64 = 0.5;
 
 /// The non-zero values of a genes × samples matrix, gene by gene.
-#[derive(Debug, Default, Clone, PartialEq)]
+///
+/// The entries are held in blocks of consecutive genes: one block for a
+/// matrix read here, two for a stacked pair of inputs (each side's block as
+/// it was, not copied into one). A block's arrays are Arrow buffers, either
+/// built here or shared with their owner (a sparse table's arrays, read in
+/// place); only the former count as memory this matrix holds.
+#[derive(Debug, Default, Clone)]
 pub struct SparseValues {
-    /// Gene `g`'s entries are `start[g]..start[g + 1]` (one offset per gene,
-    /// and one more).
-    pub start: Vec<usize>,
+    /// Gene `g`'s entries are `start[g]..start[g + 1]`, the entries of all
+    /// blocks numbered end to end (one offset per gene, and one more).
+    start: Vec<usize>,
+    /// Blocks of consecutive genes, in gene order.
+    blocks: Vec<Block>,
+}
+
+/// The entries of consecutive genes.
+#[derive(Debug, Clone)]
+struct Block {
+    /// Its first gene; its entries are numbered from `start[first_gene]`.
+    first_gene: usize,
     /// The sample of each entry, ascending within a gene.
-    pub cells: Vec<u32>,
+    cells: ScalarBuffer<u32>,
     /// Each entry's value: finite and non-zero.
-    pub values: Vec<f64>,
+    values: ScalarBuffer<f64>,
     /// Per entry, what a 64-bit integer loses as f64 (see
     /// [`RankedMatrix::from_exact`](super::RankedMatrix::from_exact)); empty
     /// when every value is exact.
-    pub residuals: Vec<i16>,
+    residuals: ScalarBuffer<i16>,
+    /// Whether the arrays belong to someone else (not held here).
+    shared: bool,
+}
+
+impl Block {
+    fn heap_bytes(&self) -> usize {
+        if self.shared {
+            return 0;
+        }
+        self.cells.inner().capacity()
+            + self.values.inner().capacity()
+            + self.residuals.inner().capacity()
+    }
+}
+
+/// One gene's entries, in sample order.
+#[derive(Debug, Clone, Copy)]
+pub struct GeneEntries<'a> {
+    /// The samples, ascending.
+    pub cells: &'a [u32],
+    /// Their values: finite and non-zero.
+    pub values: &'a [f64],
+    /// Their residuals; empty when every value is exact.
+    pub residuals: &'a [i16],
+}
+
+impl GeneEntries<'_> {
+    /// Number of non-zero values.
+    pub fn len(&self) -> usize {
+        self.cells.len()
+    }
+
+    /// Whether the gene has no non-zero value.
+    pub fn is_empty(&self) -> bool {
+        self.cells.is_empty()
+    }
+
+    /// Entry `q`'s value, exactly.
+    #[inline]
+    pub fn exact(&self, q: usize) -> Exact {
+        Exact {
+            value: self.values[q],
+            residual: self.residuals.get(q).copied().unwrap_or(0),
+        }
+    }
 }
 
 /// What [`SparseValues::from_triples`] found wrong: gene `gene` has two
@@ -46,42 +107,129 @@ pub struct RepeatedSample {
 }
 
 impl SparseValues {
+    /// The matrix whose gene `g` has the entries `start[g]..start[g + 1]`
+    /// of `cells` (ascending within a gene), `values` (finite, non-zero)
+    /// and `residuals` (empty when every value is exact); `start` begins
+    /// at 0 and ends at the number of entries. Panics when the lengths
+    /// disagree.
+    pub fn from_vecs(
+        start: Vec<usize>,
+        cells: Vec<u32>,
+        values: Vec<f64>,
+        residuals: Vec<i16>,
+    ) -> Self {
+        Self::from_block(start, cells.into(), values.into(), residuals.into(), false)
+    }
+
+    /// [`SparseValues::from_vecs`] over someone else's arrays, read in place.
+    pub(crate) fn shared(
+        start: Vec<usize>,
+        cells: ScalarBuffer<u32>,
+        values: ScalarBuffer<f64>,
+    ) -> Self {
+        Self::from_block(start, cells, values, Vec::new().into(), true)
+    }
+
+    fn from_block(
+        start: Vec<usize>,
+        cells: ScalarBuffer<u32>,
+        values: ScalarBuffer<f64>,
+        residuals: ScalarBuffer<i16>,
+        shared: bool,
+    ) -> Self {
+        let entries = start.last().copied().unwrap_or(0);
+        assert!(start.first().is_none_or(|&s| s == 0), "entries start at 0");
+        assert_eq!(cells.len(), entries, "one sample per entry");
+        assert_eq!(values.len(), entries, "one value per entry");
+        assert!(
+            residuals.is_empty() || residuals.len() == entries,
+            "residuals"
+        );
+        let blocks = if start.len() > 1 {
+            vec![Block {
+                first_gene: 0,
+                cells,
+                values,
+                residuals,
+                shared,
+            }]
+        } else {
+            Vec::new()
+        };
+        Self { start, blocks }
+    }
+
+    /// The matrix of `genes` rows of `samples` finite values (row-major),
+    /// its zeros dropped. Panics on a value that is not finite.
+    pub fn from_dense_rows(genes: usize, samples: usize, rows: &[f64]) -> Self {
+        assert_eq!(rows.len(), genes * samples, "matrix shape");
+        let (mut start, mut cells, mut values) = (vec![0], Vec::new(), Vec::new());
+        for g in 0..genes {
+            for (a, &x) in rows[g * samples..(g + 1) * samples].iter().enumerate() {
+                assert!(x.is_finite(), "finite values");
+                if x != 0.0 {
+                    cells.push(a as u32);
+                    values.push(x);
+                }
+            }
+            start.push(cells.len());
+        }
+        Self::from_vecs(start, cells, values, Vec::new())
+    }
+
     /// Number of genes.
     pub fn genes(&self) -> usize {
         self.start.len().saturating_sub(1)
     }
 
-    /// Gene `g`'s entries (indices into `cells`, `values`, `residuals`).
+    /// Each gene's first entry, and one past the last entry (see
+    /// [`SparseValues::entries`]).
+    pub fn start(&self) -> &[usize] {
+        &self.start
+    }
+
+    /// Gene `g`'s entries, numbered across the whole matrix.
     #[inline]
     pub fn entries(&self, g: usize) -> Range<usize> {
         self.start[g]..self.start[g + 1]
     }
 
+    /// Gene `g`'s entries.
+    #[inline]
+    pub fn gene(&self, g: usize) -> GeneEntries<'_> {
+        let b = &self.blocks[self.blocks.partition_point(|b| b.first_gene <= g) - 1];
+        let base = self.start[b.first_gene];
+        let range = self.start[g] - base..self.start[g + 1] - base;
+        GeneEntries {
+            cells: &b.cells[range.clone()],
+            values: &b.values[range.clone()],
+            residuals: if b.residuals.is_empty() {
+                &[]
+            } else {
+                &b.residuals[range]
+            },
+        }
+    }
+
     /// Number of non-zero values.
     pub fn len(&self) -> usize {
-        self.cells.len()
+        self.start.last().copied().unwrap_or(0)
     }
 
     /// Whether no value is non-zero.
     pub fn is_empty(&self) -> bool {
-        self.cells.is_empty()
+        self.len() == 0
     }
 
-    /// Entry `k`'s value, exactly.
-    #[inline]
-    pub fn exact(&self, k: usize) -> Exact {
-        Exact {
-            value: self.values[k],
-            residual: self.residuals.get(k).copied().unwrap_or(0),
-        }
+    /// Whether every value is exact (no residuals).
+    pub fn is_exact(&self) -> bool {
+        self.blocks.iter().all(|b| b.residuals.is_empty())
     }
 
-    /// Heap bytes held.
+    /// Heap bytes held (arrays shared with their owner are not).
     pub fn heap_bytes(&self) -> usize {
         self.start.capacity() * size_of::<usize>()
-            + self.cells.capacity() * size_of::<u32>()
-            + self.values.capacity() * size_of::<f64>()
-            + self.residuals.capacity() * size_of::<i16>()
+            + self.blocks.iter().map(Block::heap_bytes).sum::<usize>()
     }
 
     /// Bytes `entries` non-zero values of `genes` genes take.
@@ -128,17 +276,15 @@ impl SparseValues {
         let entries = (0..cells.len()).filter(|&k| nonzero(k)).count();
         let exact = residuals.iter().all(|&r| r == 0);
         reservation.try_grow(Self::bytes_for(genes, entries, exact))?;
-        let mut matrix = SparseValues {
-            start: Vec::with_capacity(genes + 1),
-            cells: try_with_capacity(entries, "non-zero values")?,
-            values: try_with_capacity(entries, "non-zero values")?,
-            residuals: if exact {
-                Vec::new()
-            } else {
-                try_with_capacity(entries, "non-zero values")?
-            },
+        let mut start = Vec::with_capacity(genes + 1);
+        let mut kept_cells = try_with_capacity(entries, "non-zero values")?;
+        let mut kept_values = try_with_capacity(entries, "non-zero values")?;
+        let mut kept_residuals = if exact {
+            Vec::new()
+        } else {
+            try_with_capacity(entries, "non-zero values")?
         };
-        matrix.start.push(0);
+        start.push(0);
         for g in 0..genes {
             let mut last = None;
             for &k in &order.rows[order.start[g]..order.start[g + 1]] {
@@ -148,16 +294,17 @@ impl SparseValues {
                 }
                 last = Some(cell);
                 if nonzero(k) {
-                    matrix.cells.push(cell);
-                    matrix.values.push(values[k]);
+                    kept_cells.push(cell);
+                    kept_values.push(values[k]);
                     if !exact {
-                        matrix.residuals.push(residual(k));
+                        kept_residuals.push(residual(k));
                     }
                 }
             }
-            matrix.start.push(matrix.cells.len());
+            start.push(kept_cells.len());
         }
         drop(order);
+        let matrix = Self::from_vecs(start, kept_cells, kept_values, kept_residuals);
         reservation.shrink_to(matrix.heap_bytes());
         Ok(Ok(matrix))
     }
@@ -167,17 +314,19 @@ impl SparseValues {
     pub fn to_dense(&self, samples: usize) -> Result<(Vec<f64>, Vec<i16>)> {
         let genes = self.genes();
         let mut values = try_filled(genes * samples, 0f64, "input values")?;
-        let mut residuals = if self.residuals.is_empty() {
+        let mut residuals = if self.is_exact() {
             Vec::new()
         } else {
             try_filled(genes * samples, 0i16, "input values")?
         };
         for g in 0..genes {
-            for k in self.entries(g) {
-                let cell = g * samples + self.cells[k] as usize;
-                values[cell] = self.values[k];
+            let gene = self.gene(g);
+            for q in 0..gene.len() {
+                let cell = g * samples + gene.cells[q] as usize;
+                let x = gene.exact(q);
+                values[cell] = x.value;
                 if !residuals.is_empty() {
-                    residuals[cell] = self.residuals[k];
+                    residuals[cell] = x.residual;
                 }
             }
         }
@@ -188,78 +337,59 @@ impl SparseValues {
     /// of sample `s`, or `u32::MAX` to drop it), entries re-sorted by their
     /// new numbers (`keep`'s kept numbers are `0..k`).
     pub fn remap_samples(&self, keep: &[u32]) -> Result<SparseValues> {
-        let exact = self.residuals.is_empty();
-        let mut out = SparseValues {
-            start: Vec::with_capacity(self.start.len()),
-            ..SparseValues::default()
-        };
-        out.start.push(0);
-        let kept: Vec<u32> = (0..self.len() as u32)
-            .filter(|&k| keep[self.cells[k as usize] as usize] != u32::MAX)
-            .collect();
+        let exact = self.is_exact();
         let numbers = keep.iter().filter(|&&to| to != u32::MAX);
         let in_order = numbers.clone().zip(numbers.skip(1)).all(|(a, b)| a < b);
-        let order = if in_order {
-            // Kept samples in their old order: each gene's entries stay sorted.
-            let mut start = Vec::with_capacity(self.start.len());
-            start.push(0);
-            let mut at = 0;
-            for g in 0..self.genes() {
-                let end = self.start[g + 1] as u32;
-                at += kept[at..].partition_point(|&k| k < end);
-                start.push(at);
-            }
-            Gathered { start, rows: kept }
-        } else {
-            let mut gene_of = vec![0u32; self.len()];
-            for g in 0..self.genes() {
-                gene_of[self.entries(g)].fill(g as u32);
-            }
-            let samples = keep.iter().filter(|&&to| to != u32::MAX).count();
-            let order = gather(self.genes(), samples, kept.len(), |i| {
-                let k = kept[i] as usize;
-                (gene_of[k], keep[self.cells[k] as usize])
-            })?;
-            // Rows of `gather` index `kept`.
-            Gathered {
-                rows: order.rows.iter().map(|&i| kept[i as usize]).collect(),
-                start: order.start,
-            }
-        };
+        let kept_samples = keep.iter().filter(|&&to| to != u32::MAX).count();
+        let (mut start, mut cells, mut values) =
+            (Vec::with_capacity(self.start.len()), Vec::new(), Vec::new());
+        let mut residuals = Vec::new();
+        start.push(0);
+        let mut gene_entries: Vec<(u32, f64, i16)> = Vec::new();
         for g in 0..self.genes() {
-            for &k in &order.rows[order.start[g]..order.start[g + 1]] {
-                let k = k as usize;
-                out.cells.push(keep[self.cells[k] as usize]);
-                out.values.push(self.values[k]);
+            let gene = self.gene(g);
+            gene_entries.clear();
+            gene_entries.extend((0..gene.len()).filter_map(|q| {
+                let to = keep[gene.cells[q] as usize];
+                let x = gene.exact(q);
+                (to != u32::MAX).then_some((to, x.value, x.residual))
+            }));
+            if !in_order {
+                // New numbers in another order: the gene's entries re-sorted
+                // by them (distinct samples: distinct numbers).
+                gene_entries.sort_unstable_by_key(|&(to, _, _)| to);
+            }
+            debug_assert!(
+                gene_entries
+                    .iter()
+                    .all(|&(to, _, _)| (to as usize) < kept_samples)
+            );
+            for &(to, x, r) in &gene_entries {
+                cells.push(to);
+                values.push(x);
                 if !exact {
-                    out.residuals.push(self.residuals[k]);
+                    residuals.push(r);
                 }
             }
-            out.start.push(out.cells.len());
+            start.push(cells.len());
         }
-        Ok(out)
+        Ok(Self::from_vecs(start, cells, values, residuals))
     }
-    /// Gene rows of `self` then of `other` (on the same samples).
-    pub fn append(&mut self, other: &SparseValues) {
-        if self.residuals.is_empty() && !other.residuals.is_empty() {
-            self.residuals = vec![0; self.cells.len()];
-        }
-        let base = self.cells.len();
+
+    /// Gene rows of `self` then of `other` (on the same samples): `other`'s
+    /// block(s) are kept as they are, not copied.
+    pub fn append(&mut self, other: SparseValues) {
+        let genes = self.genes();
+        let base = self.len();
         if self.start.is_empty() {
             self.start.push(0);
         }
         self.start
             .extend(other.start.iter().skip(1).map(|&s| base + s));
-        self.cells.extend_from_slice(&other.cells);
-        self.values.extend_from_slice(&other.values);
-        if !self.residuals.is_empty() {
-            if other.residuals.is_empty() {
-                self.residuals
-                    .extend(std::iter::repeat_n(0, other.cells.len()));
-            } else {
-                self.residuals.extend_from_slice(&other.residuals);
-            }
-        }
+        self.blocks.extend(other.blocks.into_iter().map(|b| Block {
+            first_gene: genes + b.first_gene,
+            ..b
+        }));
     }
 }
 
@@ -314,6 +444,12 @@ mod tests {
     use super::*;
     use crate::memory::QueryMemory;
 
+    /// Gene `g`'s samples and values.
+    fn row(m: &SparseValues, g: usize) -> (Vec<u32>, Vec<f64>) {
+        let gene = m.gene(g);
+        (gene.cells.to_vec(), gene.values.to_vec())
+    }
+
     #[test]
     fn triples_become_sorted_entries_without_zeros() {
         let cells = [(1, 3), (0, 2), (1, 0), (0, 0), (1, 1)];
@@ -322,9 +458,9 @@ mod tests {
         let m = SparseValues::from_triples((2, 4), &cells, &read, &[], &mut r)
             .unwrap()
             .unwrap();
-        assert_eq!(m.start, vec![0, 1, 4]);
-        assert_eq!(m.cells, vec![2, 0, 1, 3]);
-        assert_eq!(m.values, vec![-1.0, 2.0, 7.0, 5.0]);
+        assert_eq!(m.start(), &[0, 1, 4]);
+        assert_eq!(row(&m, 0), (vec![2], vec![-1.0]));
+        assert_eq!(row(&m, 1), (vec![0, 1, 3], vec![2.0, 7.0, 5.0]));
         let (dense, residuals) = m.to_dense(4).unwrap();
         assert_eq!(dense, vec![0.0, 0.0, -1.0, 0.0, 2.0, 7.0, 0.0, 5.0]);
         assert!(residuals.is_empty());
@@ -333,12 +469,12 @@ mod tests {
         let kept = m.remap_samples(&[0, u32::MAX, 1, 2]).unwrap();
         // Reordered: samples (3, 0, 1, 2) -> (0, 1, 2, 3).
         let turned = m.remap_samples(&[1, 2, 3, 0]).unwrap();
-        assert_eq!(turned.start, vec![0, 1, 4]);
-        assert_eq!(turned.cells, vec![3, 0, 1, 2]);
-        assert_eq!(turned.values, vec![-1.0, 5.0, 2.0, 7.0]);
-        assert_eq!(kept.start, vec![0, 1, 3]);
-        assert_eq!(kept.cells, vec![1, 0, 2]);
-        assert_eq!(kept.values, vec![-1.0, 2.0, 5.0]);
+        assert_eq!(turned.start(), &[0, 1, 4]);
+        assert_eq!(row(&turned, 0), (vec![3], vec![-1.0]));
+        assert_eq!(row(&turned, 1), (vec![0, 1, 2], vec![5.0, 2.0, 7.0]));
+        assert_eq!(kept.start(), &[0, 1, 3]);
+        assert_eq!(row(&kept, 0), (vec![1], vec![-1.0]));
+        assert_eq!(row(&kept, 1), (vec![0, 2], vec![2.0, 5.0]));
     }
 
     #[test]
@@ -357,22 +493,37 @@ mod tests {
     }
 
     #[test]
-    fn appended_rows_keep_residuals_aligned() {
-        let mut a = SparseValues {
-            start: vec![0, 1],
-            cells: vec![0],
-            values: vec![1.0],
-            residuals: Vec::new(),
-        };
-        let b = SparseValues {
-            start: vec![0, 2],
-            cells: vec![0, 1],
-            values: vec![2.0, 3.0],
-            residuals: vec![0, -1],
-        };
-        a.append(&b);
-        assert_eq!(a.start, vec![0, 1, 3]);
-        assert_eq!(a.residuals, vec![0, 0, -1]);
-        assert_eq!(a.exact(2).residual, -1);
+    fn appended_blocks_keep_their_genes_and_residuals() {
+        let mut a = SparseValues::from_vecs(vec![0, 1], vec![0], vec![1.0], Vec::new());
+        let b = SparseValues::from_vecs(vec![0, 0, 2], vec![0, 1], vec![2.0, 3.0], vec![0, -1]);
+        let owned = a.heap_bytes() + b.heap_bytes();
+        a.append(b);
+        assert_eq!(a.genes(), 3);
+        assert_eq!(a.start(), &[0, 1, 1, 3]);
+        assert!(!a.is_exact());
+        assert_eq!(row(&a, 0), (vec![0], vec![1.0]));
+        assert!(a.gene(0).residuals.is_empty());
+        assert!(a.gene(1).is_empty());
+        assert_eq!(row(&a, 2), (vec![0, 1], vec![2.0, 3.0]));
+        assert_eq!(a.gene(2).exact(1).residual, -1);
+        // Blocks are moved, not copied (only the offsets grew).
+        assert!(a.heap_bytes() <= owned + 4 * size_of::<usize>());
+        let (dense, residuals) = a.to_dense(2).unwrap();
+        assert_eq!(dense, vec![1.0, 0.0, 0.0, 0.0, 2.0, 3.0]);
+        assert_eq!(residuals, vec![0, 0, 0, 0, 0, -1]);
+        // Remapped across both blocks: one block, the same entries.
+        let turned = a.remap_samples(&[1, 0]).unwrap();
+        assert_eq!(row(&turned, 0), (vec![1], vec![1.0]));
+        assert_eq!(row(&turned, 2), (vec![0, 1], vec![3.0, 2.0]));
+        assert_eq!(turned.gene(2).residuals, &[-1, 0]);
+    }
+
+    #[test]
+    fn shared_arrays_are_not_held() {
+        let cells = ScalarBuffer::from(vec![0u32, 2, 1]);
+        let values = ScalarBuffer::from(vec![1.0, 2.0, 3.0]);
+        let m = SparseValues::shared(vec![0, 2, 3], cells, values);
+        assert_eq!(m.heap_bytes(), 3 * size_of::<usize>());
+        assert_eq!(row(&m, 1), (vec![1], vec![3.0]));
     }
 }

@@ -333,35 +333,31 @@ impl SparseTable {
         }
         let mut reservation =
             memory.reserve(&format!("non-zero values ({m} genes x {n} samples)"), 0)?;
-        reservation.try_grow(SparseValues::bytes_for(m, t.nonzero, true))?;
-        let mut sparse = SparseValues {
-            start: Vec::with_capacity(m + 1),
-            cells: try_with_capacity(t.nonzero, "non-zero values")?,
-            values: try_with_capacity(t.nonzero, "non-zero values")?,
-            residuals: Vec::new(),
-        };
-        if t.nonzero == t.values.len() {
-            // No stored zeros: the arrays as they are, copied on rayon's
-            // threads (the copy is mostly the first touch of its pages).
-            sparse
-                .cells
-                .par_extend(t.indices.par_iter().map(|&i| i as u32));
-            sparse.values.par_extend(t.values.par_iter().copied());
-            sparse.start.extend_from_slice(&t.offsets);
+        let sparse = if t.nonzero == t.values.len() {
+            // No stored zeros: the arrays read in place (sample indices are
+            // checked non-negative, so their bits are the same as u32).
+            let cells = ScalarBuffer::<u32>::new(t.indices.inner().clone(), 0, t.indices.len());
+            SparseValues::shared(t.offsets.clone(), cells, t.values.clone())
         } else {
-            sparse.start.push(0);
+            reservation.try_grow(SparseValues::bytes_for(m, t.nonzero, true))?;
+            let mut start = Vec::with_capacity(m + 1);
+            let mut cells = try_with_capacity(t.nonzero, "non-zero values")?;
+            let mut values = try_with_capacity(t.nonzero, "non-zero values")?;
+            start.push(0);
             for g in 0..m {
                 for k in t.offsets[g]..t.offsets[g + 1] {
                     let x = t.values[k];
                     if x != 0.0 {
                         // In range (checked when made).
-                        sparse.cells.push(t.indices[k] as u32);
-                        sparse.values.push(x);
+                        cells.push(t.indices[k] as u32);
+                        values.push(x);
                     }
                 }
-                sparse.start.push(sparse.cells.len());
+                start.push(cells.len());
             }
-        }
+            SparseValues::from_vecs(start, cells, values, Vec::new())
+        };
+        reservation.shrink_to(sparse.heap_bytes());
         let sample_ids = t.samples.iter().flatten().map(str::to_string).collect();
         ExpressionMatrix::from_sparse(t.genes.clone(), sample_ids, sparse, reservation)
             .dense_above_max_density(memory)

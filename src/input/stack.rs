@@ -75,7 +75,7 @@ pub(crate) fn stack(
             }
         };
         let mut stacked = side(l, renumber(left.samples, |p| p.0))?;
-        stacked.append(&side(r, renumber(right.samples, |p| p.1))?);
+        stacked.append(side(r, renumber(right.samples, |p| p.1))?);
         let mut reservation = memory.reserve(
             &format!("stacked non-zero values ({genes} genes x {n} shared samples)"),
             0,

@@ -497,15 +497,12 @@ pub(crate) fn read_matrix(files: &TenxFiles, memory: &QueryMemory) -> Result<Exp
         start[g + 1] += start[g];
     }
     let mut next = start.clone();
-    let mut sparse = SparseValues {
-        cells: try_filled(entries.len(), 0u32, "non-zero values")?,
-        values: try_filled(entries.len(), 0f64, "non-zero values")?,
-        ..SparseValues::default()
-    };
+    let mut sparse_cells = try_filled(entries.len(), 0u32, "non-zero values")?;
+    let mut sparse_values = try_filled(entries.len(), 0f64, "non-zero values")?;
     for &(g, c, x) in &entries {
         let at = &mut next[g as usize];
-        sparse.cells[*at] = c;
-        sparse.values[*at] = x;
+        sparse_cells[*at] = c;
+        sparse_values[*at] = x;
         *at += 1;
     }
     drop(entries);
@@ -514,21 +511,22 @@ pub(crate) fn read_matrix(files: &TenxFiles, memory: &QueryMemory) -> Result<Exp
     // none twice; zeros dropped.
     let mut kept = 0usize;
     let mut scratch: Vec<(u32, f64)> = Vec::new();
-    sparse.start.push(0);
+    let mut kept_start = Vec::with_capacity(m + 1);
+    kept_start.push(0);
     for g in 0..m {
         let range = start[g]..start[g + 1];
-        if !sparse.cells[range.clone()].is_sorted() {
+        if !sparse_cells[range.clone()].is_sorted() {
             scratch.clear();
-            scratch.extend(range.clone().map(|k| (sparse.cells[k], sparse.values[k])));
+            scratch.extend(range.clone().map(|k| (sparse_cells[k], sparse_values[k])));
             scratch.sort_by_key(|&(c, _)| c);
             for (k, &(c, x)) in range.clone().zip(&scratch) {
-                sparse.cells[k] = c;
-                sparse.values[k] = x;
+                sparse_cells[k] = c;
+                sparse_values[k] = x;
             }
         }
         for k in range {
-            let (c, x) = (sparse.cells[k], sparse.values[k]);
-            if k > start[g] && sparse.cells[k - 1] == c {
+            let (c, x) = (sparse_cells[k], sparse_values[k]);
+            if k > start[g] && sparse_cells[k - 1] == c {
                 return Err(error(format!(
                     "{} gives gene '{}', cell '{}' twice (10x directory '{dir}')",
                     file_name(&files.matrix),
@@ -537,17 +535,18 @@ pub(crate) fn read_matrix(files: &TenxFiles, memory: &QueryMemory) -> Result<Exp
                 )));
             }
             if x != 0.0 {
-                sparse.cells[kept] = c;
-                sparse.values[kept] = x;
+                sparse_cells[kept] = c;
+                sparse_values[kept] = x;
                 kept += 1;
             }
         }
-        sparse.start.push(kept);
+        kept_start.push(kept);
     }
-    sparse.cells.truncate(kept);
-    sparse.values.truncate(kept);
-    sparse.cells.shrink_to_fit();
-    sparse.values.shrink_to_fit();
+    sparse_cells.truncate(kept);
+    sparse_values.truncate(kept);
+    sparse_cells.shrink_to_fit();
+    sparse_values.shrink_to_fit();
+    let sparse = SparseValues::from_vecs(kept_start, sparse_cells, sparse_values, Vec::new());
     values_memory.shrink_to(sparse.heap_bytes());
     ExpressionMatrix::from_sparse(StringArray::from(genes), cells, sparse, values_memory)
         .dense_above_max_density(memory)

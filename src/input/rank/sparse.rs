@@ -21,7 +21,7 @@ use datafusion::error::Result;
 use rayon::prelude::*;
 
 use super::{GeneSummary, RankedMatrix, tally};
-use crate::input::sparse::SparseValues;
+use crate::input::sparse::{GeneEntries, SparseValues};
 use crate::memory::{Reservation, try_filled, try_with_capacity};
 
 /// The sparse ranks of every gene.
@@ -116,17 +116,21 @@ impl RankedMatrix {
                 .saturating_mul(2 * size_of::<u32>())
                 .saturating_add(genes.saturating_mul(per_gene)),
         )?;
-        let mut cells = try_filled(entries, 0u32, "ranks of non-zero values")?;
-        let mut ranks = try_filled(entries, 0u32, "ranks of non-zero values")?;
+        // Zeroed on rayon's threads: the first touch of the pages (most of
+        // the cost) is shared.
+        let mut cells = try_with_capacity(entries, "ranks of non-zero values")?;
+        cells.par_extend(rayon::iter::repeat_n(0u32, entries));
+        let mut ranks = try_with_capacity(entries, "ranks of non-zero values")?;
+        ranks.par_extend(rayon::iter::repeat_n(0u32, entries));
         let ranges: Vec<Range<usize>> = (0..genes).map(|g| values.entries(g)).collect();
         let parts = split_mut(&mut cells, &ranges)
             .into_iter()
             .zip(split_mut(&mut ranks, &ranges))
-            .zip(ranges.iter().cloned());
+            .zip(0..genes);
         let ranked: Vec<RankedGene> = parts
             .collect::<Vec<_>>()
             .into_par_iter()
-            .map(|((c, r), range)| rank_sparse_gene(values, range, samples, c, r))
+            .map(|((c, r), g)| rank_sparse_gene(values.gene(g), samples, c, r))
             .collect();
         let group_count: usize = ranked.iter().map(|(_, _, g)| g.len()).sum();
         reservation.try_grow(2 * group_count * size_of::<(u32, u32)>())?;
@@ -151,7 +155,7 @@ impl RankedMatrix {
             mask_words: samples.div_ceil(64),
             any_two_valued,
             sparse: Some(SparseRanks {
-                start: values.start.clone(),
+                start: values.start().to_vec(),
                 cells,
                 ranks,
                 zero: ranked.iter().map(|(_, z, _)| *z).collect(),
@@ -169,21 +173,7 @@ impl RankedMatrix {
     /// when memory cannot be allocated.
     pub fn sparse_from_values(genes: usize, samples: usize, values: &[f64]) -> Self {
         assert_eq!(values.len(), genes * samples, "matrix shape");
-        let mut sparse = SparseValues {
-            start: vec![0],
-            ..SparseValues::default()
-        };
-        for row in values.chunks(samples.max(1)).take(genes) {
-            for (a, &x) in row.iter().enumerate() {
-                assert!(x.is_finite(), "finite values");
-                if x != 0.0 {
-                    sparse.cells.push(a as u32);
-                    sparse.values.push(x);
-                }
-            }
-            sparse.start.push(sparse.cells.len());
-        }
-        sparse.start.resize(genes + 1, 0);
+        let sparse = SparseValues::from_dense_rows(genes, samples, values);
         let mut reservation = crate::memory::QueryMemory::unbounded("")
             .reserve("ranks", 0)
             .expect("an unbounded pool grants everything");
@@ -284,29 +274,22 @@ fn split_mut<'a, T>(mut data: &'a mut [T], ranges: &[Range<usize>]) -> Vec<&'a m
     parts
 }
 
-/// Ranks gene `range` of `values` (`samples` samples): writes its non-zero
-/// samples in ascending (value, sample) order to `cells` and their dense
-/// ranks to `ranks`; returns its statistics, (negatives, zero rank) and
-/// groups of tied values (positions in the full sample order).
+/// Ranks one gene of `samples` samples, `gene` its non-zero entries:
+/// writes its non-zero samples in ascending (value, sample) order to
+/// `cells` and their dense ranks to `ranks`; returns its statistics,
+/// (negatives, zero rank) and groups of tied values (positions in the full
+/// sample order).
 fn rank_sparse_gene(
-    values: &SparseValues,
-    range: Range<usize>,
+    gene: GeneEntries<'_>,
     samples: usize,
     cells: &mut [u32],
     ranks: &mut [u32],
 ) -> RankedGene {
-    let base = range.start;
-    let k = range.len();
+    let k = gene.len();
     let zeros = samples - k;
     // Entries are in sample order: ties sort by it.
-    let key = |q: u32| values.values[base + q as usize] + 0.0;
-    let residual = |q: u32| {
-        values
-            .residuals
-            .get(base + q as usize)
-            .copied()
-            .unwrap_or(0)
-    };
+    let key = |q: u32| gene.values[q as usize] + 0.0;
+    let residual = |q: u32| gene.residuals.get(q as usize).copied().unwrap_or(0);
     let cmp = |a: u32, b: u32| {
         key(a)
             .total_cmp(&key(b))
@@ -315,15 +298,17 @@ fn rank_sparse_gene(
     // One value at every non-zero (a binarised peak): in sample order
     // already, no keys, no sort and no comparisons (skipping them is
     // measured: the scE2G-shaped call 0.55 against 0.62 s).
-    let all_equal = values.residuals.is_empty()
-        && values.values[range.clone()]
+    let all_equal = gene.residuals.is_empty()
+        && gene
+            .values
             .iter()
-            .all(|&x| x.to_bits() == values.values[base].to_bits());
+            .all(|&x| x.to_bits() == gene.values[0].to_bits());
+    if all_equal {
+        return rank_one_value(gene, samples, cells, ranks);
+    }
     // The sorted entries' keys, where they were sorted by them.
     let mut sorted_keys: Vec<u64> = Vec::new();
-    let sorted: Vec<u32> = if all_equal {
-        (0..k as u32).collect()
-    } else if values.residuals.is_empty() {
+    let sorted: Vec<u32> = if gene.residuals.is_empty() {
         // Values as integers of the same order (IEEE 754 total order, as
         // `total_cmp`), each with its entry: one sort of distinct u64
         // pairs, no comparator calls.
@@ -343,9 +328,7 @@ fn rank_sparse_gene(
     // Negatives come first.
     let negatives = sorted.partition_point(|&q| key(q) < 0.0);
     let differs = |q: usize| {
-        if all_equal {
-            false
-        } else if sorted_keys.is_empty() {
+        if sorted_keys.is_empty() {
             cmp(sorted[q], sorted[q - 1]).is_ne()
         } else {
             sorted_keys[q] != sorted_keys[q - 1]
@@ -381,7 +364,7 @@ fn rank_sparse_gene(
             rank += 1;
             start = q;
         }
-        cells[q] = values.cells[base + sorted[q] as usize];
+        cells[q] = gene.cells[sorted[q] as usize];
         ranks[q] = rank;
     }
     if k > 0 {
@@ -402,40 +385,111 @@ fn rank_sparse_gene(
     (summary, (negatives as u32, zero_rank), groups)
 }
 
+/// [`rank_sparse_gene`] of a gene whose non-zero values are one value (a
+/// binarised peak; or none): its samples in sample order are its sorted
+/// order, one group of them and one of the zeros (below them when the
+/// value is positive), each of one rank. O(k), no sort.
+fn rank_one_value(
+    gene: GeneEntries<'_>,
+    samples: usize,
+    cells: &mut [u32],
+    ranks: &mut [u32],
+) -> RankedGene {
+    let k = gene.len();
+    let zeros = samples - k;
+    cells.copy_from_slice(gene.cells);
+    let negative = gene.values.first().is_some_and(|&x| x < 0.0);
+    // (position, length) of the values' group and of the zeros', in the
+    // gene's sample order, and their ranks.
+    let (values_at, zeros_at, value_rank, zero_rank) = match (negative, zeros > 0 && k > 0) {
+        (true, true) => (0, k, 0, 1),
+        (false, true) => (zeros, 0, 1, 0),
+        _ => (0, 0, 0, 0),
+    };
+    ranks.fill(value_rank);
+    let mut groups = Vec::with_capacity(2);
+    for (at, len) in [(values_at, k), (zeros_at, zeros)] {
+        if len > 1 {
+            groups.push((at as u32, len as u32));
+        }
+    }
+    // Ascending positions.
+    groups.sort_unstable();
+    let (ties, variance) = tally(samples, groups.iter().map(|&(_, len)| u64::from(len)));
+    let summary = GeneSummary {
+        ties,
+        variance,
+        present: samples as u32,
+    };
+    let negatives = if negative { k } else { 0 };
+    (summary, (negatives as u32, zero_rank), groups)
+}
+
 /// Sorts `(key, entry)` pairs whose entries ascend as given by key, ties
-/// in entry order: the order of `sort_unstable` on the pairs. A
-/// least-significant-byte-first radix sort (stable), skipping the bytes
-/// every key shares; short lists by comparison.
+/// in entry order: the order of `sort_unstable` on the pairs.
+///
+/// One bucket pass, most significant bits first: the keys are dealt
+/// (stably, so entries stay ascending within a bucket) into about `n`
+/// buckets by the highest bits in which they differ, and each bucket,
+/// holding a few keys when they are spread, is sorted by comparison. Two
+/// passes over the pairs where a least-significant-byte radix sort of
+/// 64-bit keys takes up to eight (a gene's values share their sign and
+/// exponent bytes, rarely more). Short lists are sorted by comparison.
 fn sort_keys(keys: &mut Vec<(u64, u32)>) {
     let n = keys.len();
     if n < 256 {
         keys.sort_unstable();
         return;
     }
-    let mut counts = [[0usize; 256]; 8];
+    let (lo, hi) = keys.iter().fold((u64::MAX, 0), |(lo, hi), &(key, _)| {
+        (lo.min(key), hi.max(key))
+    });
+    // Bits below the prefix every key shares.
+    let spread = 64 - (lo ^ hi).leading_zeros();
+    if spread == 0 {
+        // One key: entries already ascend.
+        return;
+    }
+    // About one bucket per key (2^8 .. 2^16 of them).
+    let width = (usize::BITS - n.leading_zeros()).clamp(8, 16).min(spread);
+    let shift = spread - width;
+    let buckets = 1usize << width;
+    let bucket = |key: u64| ((key >> shift) as usize) & (buckets - 1);
+    let mut start = vec![0usize; buckets + 1];
     for &(key, _) in keys.iter() {
-        for (b, count) in counts.iter_mut().enumerate() {
-            count[(key >> (8 * b)) as u8 as usize] += 1;
+        start[bucket(key) + 1] += 1;
+    }
+    for d in 0..buckets {
+        start[d + 1] += start[d];
+    }
+    let mut next = start.clone();
+    let mut dealt = vec![(0u64, 0u32); n];
+    for &(key, entry) in keys.iter() {
+        let d = bucket(key);
+        dealt[next[d]] = (key, entry);
+        next[d] += 1;
+    }
+    for d in 0..buckets {
+        let part = &mut dealt[start[d]..start[d + 1]];
+        if part.len() > 1 {
+            if part.len() <= 16 {
+                // Insertion sort: stable, and a bucket of tied keys (entries
+                // already ascending) costs one comparison per pair.
+                for q in 1..part.len() {
+                    let item = part[q];
+                    let mut at = q;
+                    while at > 0 && part[at - 1] > item {
+                        part[at] = part[at - 1];
+                        at -= 1;
+                    }
+                    part[at] = item;
+                }
+            } else if !part.is_sorted() {
+                part.sort_unstable();
+            }
         }
     }
-    let mut other = vec![(0u64, 0u32); n];
-    for (b, count) in counts.iter().enumerate() {
-        if count.contains(&n) {
-            continue;
-        }
-        let mut next = [0usize; 256];
-        let mut sum = 0;
-        for (slot, &c) in next.iter_mut().zip(count) {
-            *slot = sum;
-            sum += c;
-        }
-        for &(key, entry) in keys.iter() {
-            let d = (key >> (8 * b)) as u8 as usize;
-            other[next[d]] = (key, entry);
-            next[d] += 1;
-        }
-        std::mem::swap(keys, &mut other);
-    }
+    *keys = dealt;
 }
 
 /// Two genes of a matrix as a dense two-gene matrix (genes 0 and 1), for
@@ -498,19 +552,7 @@ mod tests {
 
     /// A sparse matrix and the dense one of the same values.
     fn both(genes: usize, n: usize, values: &[f64]) -> (RankedMatrix, RankedMatrix) {
-        let mut sparse = SparseValues {
-            start: vec![0],
-            ..SparseValues::default()
-        };
-        for g in 0..genes {
-            for (a, &x) in values[g * n..(g + 1) * n].iter().enumerate() {
-                if x != 0.0 {
-                    sparse.cells.push(a as u32);
-                    sparse.values.push(x);
-                }
-            }
-            sparse.start.push(sparse.cells.len());
-        }
+        let sparse = SparseValues::from_dense_rows(genes, n, values);
         let mut r = QueryMemory::unbounded("x").reserve("r", 0).unwrap();
         let m = RankedMatrix::try_build_sparse(n, &sparse, &mut r).unwrap();
         assert_eq!(r.size(), m.heap_bytes());
@@ -589,8 +631,39 @@ mod tests {
         }
     }
 
+    /// Genes of one non-zero value (negative or positive, with and
+    /// without zeros, none at all) rank as the dense form does.
     #[test]
-    fn radix_sorted_keys_equal_a_comparison_sort() {
+    fn one_valued_genes_rank_as_the_dense_form() {
+        let n = 5;
+        let values = [
+            [-2.0, -2.0, 0.0, 0.0, -2.0],
+            [3.0, 0.0, 3.0, 3.0, 0.0],
+            [5.0, 5.0, 5.0, 5.0, 5.0],
+            [-1.0; 5],
+            [0.0; 5],
+            [0.0, 7.0, 0.0, 0.0, 0.0],
+            [0.0, 0.0, 0.0, 0.0, -7.0],
+            [1.0, 1.0, 1.0, 1.0, 0.0],
+        ]
+        .concat();
+        let genes = values.len() / n;
+        let (s, d) = both(genes, n, &values);
+        let mut r = QueryMemory::unbounded("x").reserve("r", 0).unwrap();
+        let expanded = s.clone().try_into_dense(&mut r).unwrap();
+        for g in 0..genes {
+            assert_eq!(expanded.ranks(g), d.ranks(g), "gene {g}");
+            assert_eq!(expanded.order(g), d.order(g), "gene {g}");
+            assert_eq!(s.ties(g), d.ties(g), "gene {g}");
+            assert_eq!(s.variance_terms(g), d.variance_terms(g), "gene {g}");
+            assert_eq!(s.groups(g), d.groups(g), "gene {g}");
+            assert_eq!(s.two_valued(g), d.two_valued(g), "gene {g}");
+            assert_eq!(s.largest_group(g), d.largest_group(g), "gene {g}");
+        }
+    }
+
+    #[test]
+    fn bucketed_keys_equal_a_comparison_sort() {
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = || {
             state ^= state << 13;
@@ -598,13 +671,26 @@ mod tests {
             state ^= state << 17;
             state
         };
-        for (n, spread) in [(5usize, 3u64), (300, 7), (1000, u64::MAX), (5000, 1 << 40)] {
+        let cases = [
+            (5usize, 3u64),
+            (300, 7),
+            (1000, u64::MAX),
+            (5000, 1 << 40),
+            (5000, 1),
+            (5000, 2),
+            (70_000, 1 << 20),
+            (4000, 3000),
+        ];
+        for (n, spread) in cases {
             let mut keys: Vec<(u64, u32)> = (0..n as u32)
                 .map(|q| {
                     let x = next();
                     // Some keys share their high bytes, some are tied.
                     let key = if spread == u64::MAX {
                         x
+                    } else if q % 3 == 0 {
+                        // A third of the keys crowded into a few buckets.
+                        (1 << 62) + x % spread.min(5)
                     } else {
                         (1 << 62) + x % spread
                     };
