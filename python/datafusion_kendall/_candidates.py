@@ -92,12 +92,18 @@ def batch_kendall_tau(rna_matrix: Any, atac_matrix: Any, gene_indices: Any, peak
 def _used(indices: Any, size: int):
     """The distinct values of ``indices`` (integers in ``[0, size)``),
     ascending, and each index's position among them: ``np.unique`` with
-    ``return_inverse``, in O(len + size) rather than a sort."""
+    ``return_inverse``, in O(len + size) rather than a sort. When at least
+    half of the features are used, all of them (positions are then the
+    indices)."""
     import numpy as np
 
     present = np.zeros(size, dtype=bool)
     present[indices] = True
     used = np.flatnonzero(present)
+    if 2 * len(used) >= size:
+        # Most features are used: all of them, so that the matrix is passed
+        # as it is (taking its columns would copy nearly all of it).
+        return np.arange(size), np.asarray(indices, dtype=np.int64)
     position = np.cumsum(present, dtype=np.int64) - 1
     return used, position[indices]
 
@@ -255,7 +261,8 @@ def _pair_positions(pairs: Any, x_ids: list[str], y_ids: list[str]):
 
 def _columns(data: Any, used: Any, *, binary: bool, what: str):
     """Columns ``used`` of a cells x features input as a scipy CSC matrix
-    (binarised: non-zero entries 1)."""
+    (binarised: non-zero entries 1). The caller's matrix itself when it is
+    one already (its cached checks are kept); never changed in place."""
     import numpy as np
     import scipy.sparse as sp
 
@@ -263,18 +270,20 @@ def _columns(data: Any, used: Any, *, binary: bool, what: str):
     if hasattr(x, "iloc"):
         x = x.to_numpy(dtype=np.float64, na_value=np.nan)
     if sp.issparse(x):
-        x = sp.csc_matrix(x)
+        if x.format != "csc":
+            x = x.tocsc()
         if len(used) != x.shape[1] or (np.diff(used) != 1).any():
             x = x[:, used]
-        # A new matrix object (its arrays may be the caller's: never
-        # changed in place); stored zeros are dropped by the engine.
-        x = sp.csc_matrix(x, dtype=np.float64, copy=False)
-        if not binary and x.data.size and (x.data < 0).any():
+        if x.dtype != np.float64:
+            x = x.astype(np.float64)
+        # (Reductions, no array made; NaN is no negative value.)
+        if not binary and x.data.size and x.data.min() < 0:
             raise ValueError(f"a sparse {what} must not hold negative values (absent entries are 0)")
     else:
         x = sp.csc_matrix(np.asarray(x, dtype=np.float64)[:, used])
-    if binary and not (x.data == 1).all():
-        x.data = (x.data != 0).astype(np.float64)
+    if binary and x.data.size and not (x.data.min() == 1.0 and x.data.max() == 1.0):
+        # A new matrix of the same entries (the caller's keeps its values).
+        x = sp.csc_matrix(((x.data != 0).astype(np.float64), x.indices, x.indptr), shape=x.shape)
     return x
 
 

@@ -140,10 +140,19 @@ def _sparse_input(x: Any, names: Any):
     import numpy as np
     import pyarrow as pa
 
-    if x.data.size and not np.isfinite(x.data).all():
+    if x.data.size and not _all_finite(x.data):
         return _sparse_triples(x, names)
     cells = pa.array(np.arange(x.shape[0], dtype=np.int64)).cast(pa.string())
     return sparse_table(x, genes=names, cells=cells)
+
+
+def _all_finite(values: Any) -> bool:
+    """Whether every value is finite: their sum is, unless it overflowed
+    (then each value is tested)."""
+    import numpy as np
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        return bool(np.isfinite(np.add.reduce(values))) or bool(np.isfinite(values).all())
 
 
 def sparse_table(data: Any, genes: Any = None, cells: Any = None):
@@ -180,7 +189,10 @@ def sparse_table(data: Any, genes: Any = None, cells: Any = None):
             "sparse_table() takes an AnnData object, a scipy sparse matrix or a numpy 2-D array, "
             f"got {type(data).__name__}"
         )
-    x = sp.csc_matrix(x)
+    if not (sp.issparse(x) and x.format == "csc"):
+        x = sp.csc_matrix(x)
+    # (scipy keeps this check's result on the matrix: a matrix passed again
+    # is not checked again.)
     if not x.has_canonical_format:
         # Sorted indices, duplicates summed (scipy's meaning of them).
         x = x.copy()

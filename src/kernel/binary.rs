@@ -54,9 +54,56 @@ use crate::input::RankedMatrix;
 /// Scores of one gene and the rank sums of two-valued partners against it.
 #[derive(Debug, Default, Clone)]
 pub struct RankSums {
-    /// `score_x(a)` of every sample `a` of the gene `scored`.
-    scores: Vec<i32>,
+    /// `score_x(a)` of every sample `a` of the gene `scored`, 16-bit when
+    /// the samples are at most [`NARROW_SAMPLES`] (scores lie within
+    /// `±(n − 1)`): half the cache lines for the lookups of every pair.
+    narrow: Vec<i16>,
+    /// The same, 32-bit, for more samples.
+    wide: Vec<i32>,
     scored: Option<usize>,
+    /// 32-bit scores whatever the samples (so that tests reach them).
+    always_wide: bool,
+}
+
+/// Up to this many samples the scores are held as `i16`.
+const NARROW_SAMPLES: usize = 1 << 15;
+
+/// A score as held: `i16` or `i32`.
+trait Score: Copy + Default + Into<i64> {
+    /// `x`, which fits (`|x| < n ≤` the type's range).
+    fn of(x: i64) -> Self;
+}
+
+impl Score for i16 {
+    #[inline]
+    fn of(x: i64) -> Self {
+        x as i16
+    }
+}
+
+impl Score for i32 {
+    #[inline]
+    fn of(x: i64) -> Self {
+        x as i32
+    }
+}
+
+/// `Σ scores[a]` over `samples`, in four independent running sums (the
+/// loads overlap); every partial sum is below n² in magnitude, far from
+/// i64's limits.
+#[inline]
+fn sum<T: Score>(scores: &[T], samples: &[u32]) -> i64 {
+    let score = |a: u32| -> i64 { scores[a as usize].into() };
+    let mut quads = samples.chunks_exact(4);
+    let mut acc = [0i64; 4];
+    for q in &mut quads {
+        acc[0] += score(q[0]);
+        acc[1] += score(q[1]);
+        acc[2] += score(q[2]);
+        acc[3] += score(q[3]);
+    }
+    let rest: i64 = quads.remainder().iter().map(|&a| score(a)).sum();
+    acc.iter().sum::<i64>() + rest
 }
 
 impl RankSums {
@@ -81,22 +128,21 @@ impl RankSums {
         // Prefer keeping the first gene scored: consecutive pairs of a
         // block or a candidate list share it.
         let (x, y) = if m.two_valued(j) { (i, j) } else { (j, i) };
-        self.score(m, x);
-        let scores = &self.scores;
-        // Four independent running sums (the loads overlap); every partial
-        // sum is below n² in magnitude, far from i64's limits.
-        let sum = |samples: &[u32]| -> i64 {
-            let score = |a: u32| i64::from(scores[a as usize]);
-            let mut quads = samples.chunks_exact(4);
-            let mut acc = [0i64; 4];
-            for q in &mut quads {
-                acc[0] += score(q[0]);
-                acc[1] += score(q[1]);
-                acc[2] += score(q[2]);
-                acc[3] += score(q[3]);
+        let narrow = m.samples() <= NARROW_SAMPLES && !self.always_wide;
+        if self.scored != Some(x) {
+            if narrow {
+                score(m, x, &mut self.narrow);
+            } else {
+                score(m, x, &mut self.wide);
             }
-            let rest: i64 = quads.remainder().iter().map(|&a| score(a)).sum();
-            acc.iter().sum::<i64>() + rest
+            self.scored = Some(x);
+        }
+        let sum = |samples: &[u32]| {
+            if narrow {
+                sum(&self.narrow, samples)
+            } else {
+                sum(&self.wide, samples)
+            }
         };
         if let Some(gene) = m.sparse_gene(y).filter(|g| g.zeros > 0) {
             // A sparse gene with zeros: its listed samples are one group,
@@ -111,45 +157,40 @@ impl RankSums {
             -sum(lower)
         })
     }
+}
 
-    /// Fills `scores` with gene `x`'s scores, unless they are there.
-    fn score(&mut self, m: &RankedMatrix, x: usize) {
-        if self.scored == Some(x) {
-            return;
-        }
-        let n = m.samples();
-        self.scores.resize(n, 0);
-        self.scored = Some(x);
-        if let Some(gene) = m.sparse_gene(x) {
-            // `start` values below a group, `n − end` above; the zeros'
-            // score first, for every sample not listed.
-            let zero = (2 * gene.negatives + gene.zeros) as i64 - n as i64;
-            self.scores.fill(zero as i32);
-            gene.for_each_run(|_, range, cells| {
-                let score = (range.start + range.end) as i64 - n as i64;
-                for &a in cells.unwrap_or(&[]) {
-                    self.scores[a as usize] = score as i32;
-                }
-            });
-            return;
-        }
-        let (order, ranks) = (m.order(x), m.ranks(x));
-        let mut start = 0usize;
-        while start < n {
-            // The tie group starting at sorted position `start`.
-            let rank = ranks[order[start] as usize];
-            let mut end = start + 1;
-            while end < n && ranks[order[end] as usize] == rank {
-                end += 1;
+/// Fills `scores` (resized to the samples of `m`) with gene `x`'s scores.
+fn score<T: Score>(m: &RankedMatrix, x: usize, scores: &mut Vec<T>) {
+    let n = m.samples();
+    scores.resize(n, T::default());
+    if let Some(gene) = m.sparse_gene(x) {
+        // `start` values below a group, `n − end` above; the zeros' score
+        // first, for every sample not listed.
+        let zero = (2 * gene.negatives + gene.zeros) as i64 - n as i64;
+        scores.fill(T::of(zero));
+        gene.for_each_run(|_, range, cells| {
+            let score = T::of((range.start + range.end) as i64 - n as i64);
+            for &a in cells.unwrap_or(&[]) {
+                scores[a as usize] = score;
             }
-            // `start` values below, `n − end` above (n < 2^31: exact).
-            let score = (start + end) as i64 - n as i64;
-            for &a in &order[start..end] {
-                self.scores[a as usize] = score as i32;
-            }
-            start = end;
+        });
+        return;
+    }
+    let (order, ranks) = (m.order(x), m.ranks(x));
+    let mut start = 0usize;
+    while start < n {
+        // The tie group starting at sorted position `start`.
+        let rank = ranks[order[start] as usize];
+        let mut end = start + 1;
+        while end < n && ranks[order[end] as usize] == rank {
+            end += 1;
         }
-        self.scored = Some(x);
+        // `start` values below, `n − end` above (n < 2^31: exact).
+        let score = T::of((start + end) as i64 - n as i64);
+        for &a in &order[start..end] {
+            scores[a as usize] = score;
+        }
+        start = end;
     }
 }
 
@@ -232,16 +273,28 @@ mod tests {
                     .iter()
                     .map(|&v| (v - 6.0).max(0.0)),
             );
-            let m = RankedMatrix::from_values(6, n, &rows);
-            let mut sums = RankSums::default();
-            for i in 0..6 {
-                for j in 0..6 {
-                    let expected = naive::numerator(m.ranks(i), m.ranks(j));
-                    let got = sums.numerator(&m, i, j);
-                    if m.two_valued(i) || m.two_valued(j) {
-                        assert_eq!(got, Some(expected), "n {n}, pair ({i}, {j})");
-                    } else {
-                        assert_eq!(got, None, "n {n}, pair ({i}, {j})");
+            let dense = RankedMatrix::from_values(6, n, &rows);
+            let sparse = RankedMatrix::sparse_from_values(6, n, &rows);
+            for (m, always_wide) in [
+                (&dense, false),
+                (&dense, true),
+                (&sparse, false),
+                (&sparse, true),
+            ] {
+                let mut sums = RankSums {
+                    always_wide,
+                    ..RankSums::default()
+                };
+                for i in 0..6 {
+                    for j in 0..6 {
+                        let expected = naive::numerator(dense.ranks(i), dense.ranks(j));
+                        let got = sums.numerator(m, i, j);
+                        let what = format!("n {n}, pair ({i}, {j}), wide {always_wide}");
+                        if m.two_valued(i) || m.two_valued(j) {
+                            assert_eq!(got, Some(expected), "{what}");
+                        } else {
+                            assert_eq!(got, None, "{what}");
+                        }
                     }
                 }
             }

@@ -428,17 +428,34 @@ fn rank_one_value(
 /// Sorts `(key, entry)` pairs whose entries ascend as given by key, ties
 /// in entry order: the order of `sort_unstable` on the pairs.
 ///
-/// One bucket pass, most significant bits first: the keys are dealt
-/// (stably, so entries stay ascending within a bucket) into about `n`
-/// buckets by the highest bits in which they differ, and each bucket,
-/// holding a few keys when they are spread, is sorted by comparison. Two
-/// passes over the pairs where a least-significant-byte radix sort of
-/// 64-bit keys takes up to eight (a gene's values share their sign and
-/// exponent bytes, rarely more). Short lists are sorted by comparison.
-fn sort_keys(keys: &mut Vec<(u64, u32)>) {
+/// Most significant bits first: the keys are dealt (stably, so entries
+/// stay ascending within a bucket) into about one bucket per key by the
+/// highest bits in which they differ, and each bucket is sorted the same
+/// way, down to a few keys, which are sorted by insertion. Spread keys take
+/// two passes where a least-significant-byte radix sort of 64-bit keys
+/// takes up to eight (a gene's values share their sign and exponent bytes,
+/// rarely more); crowded keys (many near one value, a few far away) take
+/// one more pass per crowded level, each on fewer bits.
+fn sort_keys(keys: &mut [(u64, u32)]) {
+    let mut scratch = vec![(0u64, 0u32); keys.len()];
+    sort_bucket(keys, &mut scratch);
+}
+
+/// [`sort_keys`] of `keys`, `scratch` as long.
+fn sort_bucket(keys: &mut [(u64, u32)], scratch: &mut [(u64, u32)]) {
     let n = keys.len();
-    if n < 256 {
-        keys.sort_unstable();
+    if n <= 32 {
+        // Insertion sort: a bucket of tied keys (entries already
+        // ascending) costs one comparison per pair.
+        for q in 1..n {
+            let item = keys[q];
+            let mut at = q;
+            while at > 0 && keys[at - 1] > item {
+                keys[at] = keys[at - 1];
+                at -= 1;
+            }
+            keys[at] = item;
+        }
         return;
     }
     let (lo, hi) = keys.iter().fold((u64::MAX, 0), |(lo, hi), &(key, _)| {
@@ -450,8 +467,11 @@ fn sort_keys(keys: &mut Vec<(u64, u32)>) {
         // One key: entries already ascend.
         return;
     }
-    // About one bucket per key (2^8 .. 2^16 of them).
-    let width = (usize::BITS - n.leading_zeros()).clamp(8, 16).min(spread);
+    // About one bucket per key (2^5 .. 2^16 of them).
+    let width = (usize::BITS - n.leading_zeros())
+        .saturating_sub(2)
+        .clamp(5, 16)
+        .min(spread);
     let shift = spread - width;
     let buckets = 1usize << width;
     let bucket = |key: u64| ((key >> shift) as usize) & (buckets - 1);
@@ -463,33 +483,18 @@ fn sort_keys(keys: &mut Vec<(u64, u32)>) {
         start[d + 1] += start[d];
     }
     let mut next = start.clone();
-    let mut dealt = vec![(0u64, 0u32); n];
     for &(key, entry) in keys.iter() {
         let d = bucket(key);
-        dealt[next[d]] = (key, entry);
+        scratch[next[d]] = (key, entry);
         next[d] += 1;
     }
+    keys.copy_from_slice(scratch);
     for d in 0..buckets {
-        let part = &mut dealt[start[d]..start[d + 1]];
-        if part.len() > 1 {
-            if part.len() <= 16 {
-                // Insertion sort: stable, and a bucket of tied keys (entries
-                // already ascending) costs one comparison per pair.
-                for q in 1..part.len() {
-                    let item = part[q];
-                    let mut at = q;
-                    while at > 0 && part[at - 1] > item {
-                        part[at] = part[at - 1];
-                        at -= 1;
-                    }
-                    part[at] = item;
-                }
-            } else if !part.is_sorted() {
-                part.sort_unstable();
-            }
+        let range = start[d]..start[d + 1];
+        if range.len() > 1 {
+            sort_bucket(&mut keys[range.clone()], &mut scratch[range]);
         }
     }
-    *keys = dealt;
 }
 
 /// Two genes of a matrix as a dense two-gene matrix (genes 0 and 1), for
