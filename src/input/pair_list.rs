@@ -114,9 +114,11 @@ impl PairListSpec {
         };
         let second_of = second_index.as_ref().unwrap_or(&first_index);
         let mut reservation = memory.reserve(&format!("candidate pairs of {}", self.what), 0)?;
-        // (first << 32 | second, listed position) of every pair naming two
-        // genes.
+        // first << 32 | second of every pair naming two genes, and in one
+        // matrix (where the orientation first listed is kept) its listed
+        // position.
         let mut found: Vec<(u64, u64)> = Vec::new();
+        let mut found_keys: Vec<u64> = Vec::new();
         let (mut listed, mut example) = (0u64, None);
         // A pair that names no two genes (genes are fewer than u32::MAX).
         const NONE: u64 = u64::MAX;
@@ -137,10 +139,18 @@ impl PairListSpec {
                     _ => NONE,
                 })
                 .collect();
-            found.reserve(rows);
+            if one_matrix {
+                found.reserve(rows);
+            } else {
+                found_keys.reserve(rows);
+            }
             for (k, &key) in keys.iter().enumerate() {
                 if key != NONE {
-                    found.push((key, listed + k as u64));
+                    if one_matrix {
+                        found.push((key, listed + k as u64));
+                    } else {
+                        found_keys.push(key);
+                    }
                 } else if example.is_none()
                     && let (Some(x), Some(y)) = (a.text(k), b.text(k))
                 {
@@ -148,9 +158,12 @@ impl PairListSpec {
                 }
             }
             listed += rows as u64;
-            reservation.shrink_to(found.capacity() * std::mem::size_of::<(u64, u64)>());
+            reservation.shrink_to(
+                found.capacity() * std::mem::size_of::<(u64, u64)>()
+                    + found_keys.capacity() * std::mem::size_of::<u64>(),
+            );
         }
-        if listed > 0 && found.is_empty() {
+        if listed > 0 && found.is_empty() && found_keys.is_empty() {
             let (x, y) = example.unwrap_or_default();
             return plan_err!(
                 "none of the {listed} pairs of the candidate list {} names two genes of the \
@@ -170,14 +183,20 @@ impl PairListSpec {
             };
             found.par_sort_unstable_by_key(|&(key, k)| (unordered(key), k));
             found.dedup_by_key(|&mut (key, _)| unordered(key));
+            found_keys = found.iter().map(|&(key, _)| key).collect();
+            drop(found);
         }
-        found.par_sort_unstable_by_key(|&(key, _)| key);
-        found.dedup_by_key(|&mut (key, _)| key);
+        // Between two matrices a pair's orientation is fixed: the keys alone
+        // are sorted (not at all when listed in order).
+        if !found_keys.is_sorted() {
+            found_keys.par_sort_unstable();
+        }
+        found_keys.dedup();
         let pairs = ListedPairs {
-            first: found.iter().map(|&(key, _)| (key >> 32) as u32).collect(),
-            second: found.iter().map(|&(key, _)| key as u32).collect(),
+            first: found_keys.iter().map(|&key| (key >> 32) as u32).collect(),
+            second: found_keys.iter().map(|&key| key as u32).collect(),
         };
-        drop(found);
+        drop(found_keys);
         reservation.shrink_to(pairs.heap_bytes());
         Ok((pairs, reservation))
     }
@@ -216,6 +235,10 @@ impl Ids {
 struct IdIndex<'a> {
     text: HashMap<&'a str, u32, foldhash::fast::RandomState>,
     integers: HashMap<i64, u32, foldhash::fast::RandomState>,
+    /// The same as `integers`, as a table from the smallest integer id,
+    /// when the integer ids are compact (numbered features, as Python
+    /// passes them): gene or [`u32::MAX`] for none.
+    compact: Option<(i64, Vec<u32>)>,
 }
 
 impl<'a> IdIndex<'a> {
@@ -227,8 +250,22 @@ impl<'a> IdIndex<'a> {
                 let x: i64 = id.parse().ok()?;
                 (x.to_string() == id).then_some((x, g))
             })
-            .collect();
-        IdIndex { text, integers }
+            .collect::<HashMap<i64, u32, _>>();
+        let lo = integers.keys().copied().min().unwrap_or(0);
+        let hi = integers.keys().copied().max().unwrap_or(0);
+        let span = usize::try_from(hi.abs_diff(lo)).unwrap_or(usize::MAX);
+        let compact = (!integers.is_empty() && span < 2 * integers.len() + 1024).then(|| {
+            let mut table = vec![u32::MAX; span + 1];
+            for (&x, &g) in &integers {
+                table[(x - lo) as usize] = g;
+            }
+            (lo, table)
+        });
+        IdIndex {
+            text,
+            integers,
+            compact,
+        }
     }
 
     /// The gene row `k` of `ids` names, if any.
@@ -236,7 +273,15 @@ impl<'a> IdIndex<'a> {
     fn find(&self, ids: &Ids, k: usize) -> Option<u32> {
         match ids {
             Ids::Text(a) => a.is_valid(k).then(|| self.text.get(a.value(k)))?,
-            Ids::Integers(a) => a.is_valid(k).then(|| self.integers.get(&a.value(k)))?,
+            Ids::Integers(a) => {
+                let x = a.is_valid(k).then(|| a.value(k))?;
+                if let Some((lo, table)) = &self.compact {
+                    let at = usize::try_from(x.checked_sub(*lo)?).ok()?;
+                    let g = *table.get(at)?;
+                    return (g != u32::MAX).then_some(g);
+                }
+                self.integers.get(&x)
+            }
         }
         .copied()
     }

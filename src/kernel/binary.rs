@@ -88,12 +88,31 @@ impl Score for i32 {
     }
 }
 
+/// A sample's number as listed: `u16` or `u32`.
+trait Sample: Copy {
+    fn at(self) -> usize;
+}
+
+impl Sample for u16 {
+    #[inline]
+    fn at(self) -> usize {
+        usize::from(self)
+    }
+}
+
+impl Sample for u32 {
+    #[inline]
+    fn at(self) -> usize {
+        self as usize
+    }
+}
+
 /// `Σ scores[a]` over `samples`, in four independent running sums (the
 /// loads overlap); every partial sum is below n² in magnitude, far from
 /// i64's limits.
 #[inline]
-fn sum<T: Score>(scores: &[T], samples: &[u32]) -> i64 {
-    let score = |a: u32| -> i64 { scores[a as usize].into() };
+fn sum<T: Score, A: Sample>(scores: &[T], samples: &[A]) -> i64 {
+    let score = |a: A| -> i64 { scores[a.at()].into() };
     let mut quads = samples.chunks_exact(4);
     let mut acc = [0i64; 4];
     for q in &mut quads {
@@ -137,7 +156,7 @@ impl RankSums {
             }
             self.scored = Some(x);
         }
-        let sum = |samples: &[u32]| {
+        let sum_of = |samples: &[u32]| {
             if narrow {
                 sum(&self.narrow, samples)
             } else {
@@ -146,15 +165,20 @@ impl RankSums {
         };
         if let Some(gene) = m.sparse_gene(y).filter(|g| g.zeros > 0) {
             // A sparse gene with zeros: its listed samples are one group,
-            // above the zeros when positive.
-            let listed = sum(gene.cells);
+            // above the zeros when positive (read as 16-bit numbers where
+            // they are kept so: half the bytes).
+            let listed = match (gene.narrow, narrow) {
+                (Some(cells), true) => sum(&self.narrow, cells),
+                (Some(cells), false) => sum(&self.wide, cells),
+                (None, _) => sum_of(gene.cells),
+            };
             return Some(if gene.negatives == 0 { listed } else { -listed });
         }
         let (lower, higher) = split(m, y);
         Some(if higher.len() <= lower.len() {
-            sum(higher)
+            sum_of(higher)
         } else {
-            -sum(lower)
+            -sum_of(lower)
         })
     }
 }
@@ -205,11 +229,23 @@ pub fn prefetch(m: &RankedMatrix, y: usize) {
     #[cfg(target_arch = "x86_64")]
     if let Some(gene) = m.sparse_gene(y) {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        // One hint per 64-byte line (16 samples), 64 lines at most.
-        for line in gene.cells.chunks(16).take(64) {
-            // SAFETY: a prefetch is a hint that reads and writes nothing
-            // (valid for any address); SSE is part of every x86_64 CPU.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+        // One hint per 64-byte line, 64 lines at most; of the samples the
+        // rank sum reads (16-bit ones where they are kept).
+        match gene.narrow {
+            Some(cells) => {
+                for line in cells.chunks(32).take(64) {
+                    // SAFETY: a prefetch is a hint that reads and writes
+                    // nothing (valid for any address); SSE is part of every
+                    // x86_64 CPU.
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+                }
+            }
+            None => {
+                for line in gene.cells.chunks(16).take(64) {
+                    // SAFETY: as above.
+                    unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+                }
+            }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
@@ -299,6 +335,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Past 65,536 samples a sparse gene's samples are read as 32-bit
+    /// numbers (no 16-bit copy) and the scores are 32-bit: the same S as
+    /// the dense form's rank sum.
+    #[test]
+    fn many_samples_read_the_wide_lists() {
+        let n = 70_000;
+        let mut rows = values(7, n, 1 << 20);
+        rows.extend(values(8, n, 40).iter().map(|&v| f64::from(v == 0.0)));
+        let dense = RankedMatrix::from_values(2, n, &rows);
+        let sparse = RankedMatrix::sparse_from_values(2, n, &rows);
+        assert!(sparse.sparse_gene(1).unwrap().narrow.is_none());
+        let expected = RankSums::default().numerator(&dense, 0, 1);
+        assert!(expected.is_some());
+        assert_eq!(RankSums::default().numerator(&sparse, 0, 1), expected);
+        // Under the limit the 16-bit lists are there and agree.
+        let small = RankedMatrix::sparse_from_values(
+            2,
+            1000,
+            &[&rows[..1000], &rows[n..n + 1000]].concat(),
+        );
+        assert!(small.sparse_gene(1).unwrap().narrow.is_some());
     }
 
     #[test]

@@ -35,14 +35,28 @@ pub(super) struct SparseRanks {
     ranks: Vec<u32>,
     /// Per gene: its negative values, and the zero group's rank.
     zero: Vec<(u32, u32)>,
+    /// The samples of each gene of one non-zero value and some zeros (a
+    /// binarised peak) again, as 16-bit numbers, when there are at most
+    /// [`NARROW_SAMPLES`] samples: gene `g`'s are
+    /// `narrow[narrow_start[g]..narrow_start[g + 1]]` (none for other genes;
+    /// both empty when the samples are more). The rank sums read such a
+    /// list for every pair, from memory when the partners are scattered:
+    /// half the bytes.
+    narrow: Vec<u16>,
+    narrow_start: Vec<usize>,
 }
+
+/// Up to this many samples, one-valued genes' samples are also kept as
+/// `u16` ([`SparseGene::narrow`]).
+const NARROW_SAMPLES: usize = 1 << 16;
 
 impl SparseRanks {
     /// Heap bytes held.
     pub(super) fn heap_bytes(&self) -> usize {
-        self.start.capacity() * size_of::<usize>()
+        (self.start.capacity() + self.narrow_start.capacity()) * size_of::<usize>()
             + (self.cells.capacity() + self.ranks.capacity()) * size_of::<u32>()
             + self.zero.capacity() * size_of::<(u32, u32)>()
+            + self.narrow.capacity() * size_of::<u16>()
     }
 }
 
@@ -59,6 +73,9 @@ pub struct SparseGene<'a> {
     pub zeros: usize,
     /// The rank of the zero group (when `zeros > 0`).
     pub zero_rank: u32,
+    /// `cells` as 16-bit numbers, for a gene of one non-zero value and some
+    /// zeros when the samples are at most 65,536; otherwise `None`.
+    pub narrow: Option<&'a [u16]>,
 }
 
 impl SparseGene<'_> {
@@ -143,6 +160,40 @@ impl RankedMatrix {
         groups.extend(ranked.iter().flat_map(|(_, _, g)| g.iter().copied()));
         let summaries: Vec<GeneSummary> = ranked.iter().map(|(s, _, _)| *s).collect();
         let any_two_valued = summaries.iter().any(|s| s.ties.distinct == 2);
+        // One-valued genes with zeros, their samples as u16 (see `narrow`).
+        let mut narrow_start = Vec::new();
+        let mut narrow = Vec::new();
+        if any_two_valued && samples <= NARROW_SAMPLES {
+            let one_valued =
+                |g: usize| summaries[g].ties.distinct == 2 && values.entries(g).len() < samples;
+            narrow_start = try_with_capacity(genes + 1, "16-bit samples of one-valued genes")?;
+            narrow_start.push(0);
+            for g in 0..genes {
+                let k = if one_valued(g) {
+                    values.entries(g).len()
+                } else {
+                    0
+                };
+                narrow_start.push(narrow_start[g] + k);
+            }
+            let total = narrow_start[genes];
+            reservation.try_grow((genes + 1) * size_of::<usize>() + total * size_of::<u16>())?;
+            narrow = try_with_capacity(total, "16-bit samples of one-valued genes")?;
+            narrow.par_extend(rayon::iter::repeat_n(0u16, total));
+            let ranges: Vec<Range<usize>> = (0..genes)
+                .map(|g| narrow_start[g]..narrow_start[g + 1])
+                .collect();
+            split_mut(&mut narrow, &ranges)
+                .into_par_iter()
+                .zip(0..genes)
+                .filter(|(part, _)| !part.is_empty())
+                .for_each(|(part, g)| {
+                    // Below 2^16 (the samples are at most 2^16).
+                    for (to, &a) in part.iter_mut().zip(&cells[values.entries(g)]) {
+                        *to = a as u16;
+                    }
+                });
+        }
         let matrix = Self {
             genes,
             samples,
@@ -159,6 +210,8 @@ impl RankedMatrix {
                 cells,
                 ranks,
                 zero: ranked.iter().map(|(_, z, _)| *z).collect(),
+                narrow,
+                narrow_start,
             }),
         };
         drop(ranked);
@@ -193,12 +246,18 @@ impl RankedMatrix {
         let s = self.sparse.as_ref()?;
         let range = s.start[g]..s.start[g + 1];
         let (negatives, zero_rank) = s.zero[g];
+        let narrow = s
+            .narrow_start
+            .get(g + 1)
+            .map(|&end| &s.narrow[s.narrow_start[g]..end])
+            .filter(|cells| !cells.is_empty());
         Some(SparseGene {
             zeros: self.samples - range.len(),
             cells: &s.cells[range.clone()],
             ranks: &s.ranks[range],
             negatives: negatives as usize,
             zero_rank,
+            narrow,
         })
     }
 
