@@ -54,6 +54,7 @@ pub mod memory;
 pub mod options;
 pub mod pace;
 pub mod schema;
+pub mod sort;
 pub mod stats;
 pub mod tiles;
 pub mod work;

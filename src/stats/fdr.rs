@@ -53,6 +53,7 @@ use crate::kernel::bitset::BitPlanes;
 use crate::kernel::isa::Isa;
 use crate::kernel::{KernelKind, PairKernel, PairNumerator};
 use crate::memory::{Reservation, try_filled};
+use crate::sort::sort_keys;
 use crate::work::{MAX_BLOCK_PAIRS, WorkSplit};
 
 crate::option_enum::option_enum! {
@@ -876,13 +877,29 @@ impl QValues {
 /// test, which stays NaN), in place, and the number of tests: the
 /// operations of [`QValues::new`] (scipy's), pair by pair.
 fn listed_q_values(mut values: Vec<f64>, method: FdrMethod) -> (Vec<f64>, u64) {
-    let mut order: Vec<(f64, usize)> = values
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| !p.is_nan())
-        .map(|(k, &p)| (p, k))
-        .collect();
-    order.par_sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    let mut order: Vec<(f64, usize)> = if values.len() <= u32::MAX as usize {
+        // p-values are >= 0 (-0 made +0): their bits sort as they do.
+        let mut keys: Vec<(u64, u32)> = values
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !p.is_nan())
+            .map(|(k, &p)| ((p + 0.0).to_bits(), k as u32))
+            .collect();
+        debug_assert!(values.iter().all(|p| p.is_nan() || *p >= 0.0));
+        sort_keys(&mut keys);
+        keys.into_iter()
+            .map(|(bits, k)| (f64::from_bits(bits), k as usize))
+            .collect()
+    } else {
+        let mut order: Vec<(f64, usize)> = values
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !p.is_nan())
+            .map(|(k, &p)| (p, k))
+            .collect();
+        order.par_sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+        order
+    };
     let tests = order.len() as u64;
     let m = tests as f64;
     let scale = match method {

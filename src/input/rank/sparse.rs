@@ -23,6 +23,7 @@ use rayon::prelude::*;
 use super::{GeneSummary, RankedMatrix, tally};
 use crate::input::sparse::{GeneEntries, SparseValues};
 use crate::memory::{Reservation, try_filled, try_with_capacity};
+use crate::sort::{sort_keys, split_mut};
 
 /// The sparse ranks of every gene.
 #[derive(Debug, Clone, Default)]
@@ -321,18 +322,6 @@ impl RankedMatrix {
 /// groups of tied values.
 type RankedGene = (GeneSummary, (u32, u32), Vec<(u32, u32)>);
 
-/// `data` cut into one mutable slice per range (consecutive ranges covering
-/// it from the start).
-fn split_mut<'a, T>(mut data: &'a mut [T], ranges: &[Range<usize>]) -> Vec<&'a mut [T]> {
-    let mut parts = Vec::with_capacity(ranges.len());
-    for range in ranges {
-        let (part, rest) = std::mem::take(&mut data).split_at_mut(range.len());
-        parts.push(part);
-        data = rest;
-    }
-    parts
-}
-
 /// Ranks one gene of `samples` samples, `gene` its non-zero entries:
 /// writes its non-zero samples in ascending (value, sample) order to
 /// `cells` and their dense ranks to `ranks`; returns its statistics,
@@ -482,78 +471,6 @@ fn rank_one_value(
     };
     let negatives = if negative { k } else { 0 };
     (summary, (negatives as u32, zero_rank), groups)
-}
-
-/// Sorts `(key, entry)` pairs whose entries ascend as given by key, ties
-/// in entry order: the order of `sort_unstable` on the pairs.
-///
-/// Most significant bits first: the keys are dealt (stably, so entries
-/// stay ascending within a bucket) into about one bucket per key by the
-/// highest bits in which they differ, and each bucket is sorted the same
-/// way, down to a few keys, which are sorted by insertion. Spread keys take
-/// two passes where a least-significant-byte radix sort of 64-bit keys
-/// takes up to eight (a gene's values share their sign and exponent bytes,
-/// rarely more); crowded keys (many near one value, a few far away) take
-/// one more pass per crowded level, each on fewer bits.
-fn sort_keys(keys: &mut [(u64, u32)]) {
-    let mut scratch = vec![(0u64, 0u32); keys.len()];
-    sort_bucket(keys, &mut scratch);
-}
-
-/// [`sort_keys`] of `keys`, `scratch` as long.
-fn sort_bucket(keys: &mut [(u64, u32)], scratch: &mut [(u64, u32)]) {
-    let n = keys.len();
-    if n <= 32 {
-        // Insertion sort: a bucket of tied keys (entries already
-        // ascending) costs one comparison per pair.
-        for q in 1..n {
-            let item = keys[q];
-            let mut at = q;
-            while at > 0 && keys[at - 1] > item {
-                keys[at] = keys[at - 1];
-                at -= 1;
-            }
-            keys[at] = item;
-        }
-        return;
-    }
-    let (lo, hi) = keys.iter().fold((u64::MAX, 0), |(lo, hi), &(key, _)| {
-        (lo.min(key), hi.max(key))
-    });
-    // Bits below the prefix every key shares.
-    let spread = 64 - (lo ^ hi).leading_zeros();
-    if spread == 0 {
-        // One key: entries already ascend.
-        return;
-    }
-    // About one bucket per key (2^5 .. 2^16 of them).
-    let width = (usize::BITS - n.leading_zeros())
-        .saturating_sub(2)
-        .clamp(5, 16)
-        .min(spread);
-    let shift = spread - width;
-    let buckets = 1usize << width;
-    let bucket = |key: u64| ((key >> shift) as usize) & (buckets - 1);
-    let mut start = vec![0usize; buckets + 1];
-    for &(key, _) in keys.iter() {
-        start[bucket(key) + 1] += 1;
-    }
-    for d in 0..buckets {
-        start[d + 1] += start[d];
-    }
-    let mut next = start.clone();
-    for &(key, entry) in keys.iter() {
-        let d = bucket(key);
-        scratch[next[d]] = (key, entry);
-        next[d] += 1;
-    }
-    keys.copy_from_slice(scratch);
-    for d in 0..buckets {
-        let range = start[d]..start[d + 1];
-        if range.len() > 1 {
-            sort_bucket(&mut keys[range.clone()], &mut scratch[range]);
-        }
-    }
 }
 
 /// Two genes of a matrix as a dense two-gene matrix (genes 0 and 1), for
@@ -723,48 +640,6 @@ mod tests {
             assert_eq!(s.groups(g), d.groups(g), "gene {g}");
             assert_eq!(s.two_valued(g), d.two_valued(g), "gene {g}");
             assert_eq!(s.largest_group(g), d.largest_group(g), "gene {g}");
-        }
-    }
-
-    #[test]
-    fn bucketed_keys_equal_a_comparison_sort() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let cases = [
-            (5usize, 3u64),
-            (300, 7),
-            (1000, u64::MAX),
-            (5000, 1 << 40),
-            (5000, 1),
-            (5000, 2),
-            (70_000, 1 << 20),
-            (4000, 3000),
-        ];
-        for (n, spread) in cases {
-            let mut keys: Vec<(u64, u32)> = (0..n as u32)
-                .map(|q| {
-                    let x = next();
-                    // Some keys share their high bytes, some are tied.
-                    let key = if spread == u64::MAX {
-                        x
-                    } else if q % 3 == 0 {
-                        // A third of the keys crowded into a few buckets.
-                        (1 << 62) + x % spread.min(5)
-                    } else {
-                        (1 << 62) + x % spread
-                    };
-                    (key, q)
-                })
-                .collect();
-            let mut expected = keys.clone();
-            expected.sort_unstable();
-            sort_keys(&mut keys);
-            assert_eq!(keys, expected, "n {n}");
         }
     }
 }
