@@ -143,6 +143,42 @@ pub fn try_with_capacity<T>(capacity: usize, what: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// Integers, whose value with every byte zero is 0: what
+/// [`try_zeroed`] may hand out.
+pub trait ZeroBytes: Copy {}
+impl ZeroBytes for u16 {}
+impl ZeroBytes for u32 {}
+impl ZeroBytes for u64 {}
+
+/// `len` zeros, allocated fallibly (see [`try_filled`]) and zeroed by the
+/// allocator: memory fresh from the system is zero already, so no pass
+/// writes the zeros, and its pages are first touched where the values are
+/// written (on rayon's threads, for the ranks).
+pub fn try_zeroed<T: ZeroBytes>(len: usize, what: &str) -> Result<Vec<T>> {
+    let layout = std::alloc::Layout::array::<T>(len).map_err(|_| {
+        DataFusionError::ResourcesExhausted(format!(
+            "cannot allocate the {what} ({len} values of {} bytes): too large",
+            std::mem::size_of::<T>()
+        ))
+    })?;
+    if layout.size() == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: the layout's size is not zero.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        return Err(DataFusionError::ResourcesExhausted(format!(
+            "cannot allocate the {what} ({len} values of {} bytes)",
+            std::mem::size_of::<T>()
+        )));
+    }
+    // SAFETY: `ptr` comes from the global allocator with the layout of
+    // `len` values of `T` (so capacity `len`, alignment of `T`), and all
+    // `len` of them are initialised: zero bytes are a value of `T`
+    // (`ZeroBytes`).
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
 fn refused<T>(what: &str, len: usize, e: std::collections::TryReserveError) -> DataFusionError {
     DataFusionError::ResourcesExhausted(format!(
         "cannot allocate the {what} ({len} values of {} bytes): {e}",
@@ -182,6 +218,16 @@ pub fn human(bytes: usize) -> String {
 mod tests {
     use super::*;
     use datafusion::execution::memory_pool::GreedyMemoryPool;
+
+    #[test]
+    fn zeroed_vectors_are_zeros_and_refusals_are_errors() {
+        let v = try_zeroed::<u32>(1 << 20, "x").unwrap();
+        assert_eq!(v.len(), 1 << 20);
+        assert!(v.iter().all(|&x| x == 0));
+        assert!(try_zeroed::<u16>(0, "x").unwrap().is_empty());
+        let err = try_zeroed::<u64>(usize::MAX / 4, "huge things").unwrap_err();
+        assert!(err.to_string().contains("huge things"), "{err}");
+    }
 
     #[test]
     fn reservations_are_released_and_refusals_named() {

@@ -22,7 +22,7 @@ use rayon::prelude::*;
 
 use super::{GeneSummary, RankedMatrix, tally};
 use crate::input::sparse::{GeneEntries, SparseValues};
-use crate::memory::{Reservation, try_filled, try_with_capacity};
+use crate::memory::{Reservation, try_filled, try_with_capacity, try_zeroed};
 use crate::sort::{sort_keys, split_mut};
 
 /// The sparse ranks of every gene.
@@ -134,12 +134,10 @@ impl RankedMatrix {
                 .saturating_mul(2 * size_of::<u32>())
                 .saturating_add(genes.saturating_mul(per_gene)),
         )?;
-        // Zeroed on rayon's threads: the first touch of the pages (most of
-        // the cost) is shared.
-        let mut cells = try_with_capacity(entries, "ranks of non-zero values")?;
-        cells.par_extend(rayon::iter::repeat_n(0u32, entries));
-        let mut ranks = try_with_capacity(entries, "ranks of non-zero values")?;
-        ranks.par_extend(rayon::iter::repeat_n(0u32, entries));
+        // Zeroed by the allocator: the pages are first touched as the genes
+        // are ranked, on rayon's threads.
+        let mut cells = try_zeroed::<u32>(entries, "ranks of non-zero values")?;
+        let mut ranks = try_zeroed::<u32>(entries, "ranks of non-zero values")?;
         let ranges: Vec<Range<usize>> = (0..genes).map(|g| values.entries(g)).collect();
         let parts = split_mut(&mut cells, &ranges)
             .into_iter()
@@ -179,8 +177,7 @@ impl RankedMatrix {
             }
             let total = narrow_start[genes];
             reservation.try_grow((genes + 1) * size_of::<usize>() + total * size_of::<u16>())?;
-            narrow = try_with_capacity(total, "16-bit samples of one-valued genes")?;
-            narrow.par_extend(rayon::iter::repeat_n(0u16, total));
+            narrow = try_zeroed::<u16>(total, "16-bit samples of one-valued genes")?;
             let ranges: Vec<Range<usize>> = (0..genes)
                 .map(|g| narrow_start[g]..narrow_start[g + 1])
                 .collect();
