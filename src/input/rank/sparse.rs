@@ -421,6 +421,17 @@ fn rank_sparse_gene(
             groups.push((negatives as u32, zeros as u32));
         }
     }
+    ranked_gene(samples, negatives, zero_rank, groups)
+}
+
+/// A ranked gene of `samples` samples: its statistics from its groups of
+/// tied values, its negative values and the zero group's rank.
+fn ranked_gene(
+    samples: usize,
+    negatives: usize,
+    zero_rank: u32,
+    groups: Vec<(u32, u32)>,
+) -> RankedGene {
     let (ties, variance) = tally(samples, groups.iter().map(|&(_, len)| u64::from(len)));
     let summary = GeneSummary {
         ties,
@@ -460,14 +471,7 @@ fn rank_one_value(
     }
     // Ascending positions.
     groups.sort_unstable();
-    let (ties, variance) = tally(samples, groups.iter().map(|&(_, len)| u64::from(len)));
-    let summary = GeneSummary {
-        ties,
-        variance,
-        present: samples as u32,
-    };
-    let negatives = if negative { k } else { 0 };
-    (summary, (negatives as u32, zero_rank), groups)
+    ranked_gene(samples, if negative { k } else { 0 }, zero_rank, groups)
 }
 
 /// Two genes of a matrix as a dense two-gene matrix (genes 0 and 1), for
