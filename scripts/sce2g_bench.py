@@ -16,7 +16,9 @@ per cell and log1p-transformed as Seurat does; peaks binarised with about
 random. Times are whole calls (conversion included), best of ``--rounds``,
 tools alternated. ``--save DIR`` also writes the inputs as long-triple
 Parquet files, the candidate list and ``job.sql``, the same job through the
-shell (``datafusion-kendall -f DIR/job.sql``).
+shell (``datafusion-kendall -f DIR/job.sql``); with anndata installed also
+``.h5ad`` files and ``job_h5ad.sql`` (a shell built with ``--features
+hdf5``).
 
 ``--large`` draws the matrices as sparse columns (for sizes whose dense
 arrays would not fit: the scE2G size is ``--genes 15000 --peaks 150000
@@ -138,6 +140,25 @@ if args.save:
             f"FROM kendall_candidate_pairs('{files['candidates']}', '{files['rna']}', "
             f"'{files['atac']}');\n"
         )
+    # The same job from AnnData files (needs anndata, and the shell built
+    # with --features hdf5): datafusion-kendall -f DIR/job_h5ad.sql
+    try:
+        import anndata
+    except ImportError:
+        anndata = None
+    if anndata is not None:
+        for name, m, prefix in (("rna", rna, "g"), ("atac", atac, "p")):
+            a = anndata.AnnData(X=sp.csr_matrix(m))
+            a.var_names = [f"{prefix}{k}" for k in range(m.shape[1])]
+            a.obs_names = [str(c) for c in range(m.shape[0])]
+            a.write_h5ad(os.path.join(args.save, f"{name}.h5ad"))
+        with open(os.path.join(args.save, "job_h5ad.sql"), "w") as f:
+            h5 = {k: os.path.join(args.save, f"{k}.h5ad") for k in ("rna", "atac")}
+            f.write(
+                "SELECT count(*) AS pairs, sum(tau) AS tau_sum, sum(q_value) AS q_sum\n"
+                f"FROM kendall_candidate_pairs('{files['candidates']}', '{h5['rna']}', "
+                f"'{h5['atac']}');\n"
+            )
 
 
 def timed(f):
