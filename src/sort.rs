@@ -10,7 +10,7 @@ use rayon::prelude::*;
 /// in entry order: the order of `sort_unstable` on the pairs.
 ///
 /// Most significant bits first: the keys are dealt (stably, so entries
-/// stay ascending within a bucket) into about one bucket per key by the
+/// stay ascending within a bucket) into about one bucket per four keys by the
 /// highest bits in which they differ, and each bucket is sorted the same
 /// way, down to a few keys, which are sorted by insertion. Spread keys take
 /// two passes where a least-significant-byte radix sort of 64-bit keys
@@ -55,7 +55,7 @@ fn sort_bucket(keys: &mut [(u64, u32)], scratch: &mut [(u64, u32)], parallel: bo
         // One key: entries already ascend.
         return;
     }
-    // About one bucket per key (2^5 .. 2^16 of them).
+    // About one bucket per four keys (2^5 .. 2^16 of them).
     let width = (usize::BITS - n.leading_zeros())
         .saturating_sub(2)
         .clamp(5, 16)

@@ -114,11 +114,9 @@ impl PairListSpec {
         };
         let second_of = second_index.as_ref().unwrap_or(&first_index);
         let mut reservation = memory.reserve(&format!("candidate pairs of {}", self.what), 0)?;
-        // first << 32 | second of every pair naming two genes, and in one
-        // matrix (where the orientation first listed is kept) its listed
-        // position.
-        let mut found: Vec<(u64, u64)> = Vec::new();
-        let mut found_keys: Vec<u64> = Vec::new();
+        // first << 32 | second of every pair naming two genes, in listed
+        // order.
+        let mut found: Vec<u64> = Vec::new();
         let (mut listed, mut example) = (0u64, None);
         // A pair that names no two genes (genes are fewer than u32::MAX).
         const NONE: u64 = u64::MAX;
@@ -139,18 +137,10 @@ impl PairListSpec {
                     _ => NONE,
                 })
                 .collect();
-            if one_matrix {
-                found.reserve(rows);
-            } else {
-                found_keys.reserve(rows);
-            }
+            found.reserve(rows);
             for (k, &key) in keys.iter().enumerate() {
                 if key != NONE {
-                    if one_matrix {
-                        found.push((key, listed + k as u64));
-                    } else {
-                        found_keys.push(key);
-                    }
+                    found.push(key);
                 } else if example.is_none()
                     && let (Some(x), Some(y)) = (a.text(k), b.text(k))
                 {
@@ -158,12 +148,9 @@ impl PairListSpec {
                 }
             }
             listed += rows as u64;
-            reservation.shrink_to(
-                found.capacity() * std::mem::size_of::<(u64, u64)>()
-                    + found_keys.capacity() * std::mem::size_of::<u64>(),
-            );
+            reservation.shrink_to(found.capacity() * std::mem::size_of::<u64>());
         }
-        if listed > 0 && found.is_empty() && found_keys.is_empty() {
+        if listed > 0 && found.is_empty() {
             let (x, y) = example.unwrap_or_default();
             return plan_err!(
                 "none of the {listed} pairs of the candidate list {} names two genes of the \
@@ -175,28 +162,29 @@ impl PairListSpec {
             );
         }
         // A pair listed more than once is computed once (in one matrix in
-        // either order), as first listed.
+        // either order), as first listed: in one matrix the orientation
+        // kept is that of the first listing (found pairs are in listed
+        // order); between two a pair's orientation is fixed, so the keys
+        // alone are sorted (not at all when listed in order).
         if one_matrix {
             let unordered = |key: u64| {
                 let (i, j) = (key >> 32, key & u64::from(u32::MAX));
                 (i.min(j) << 32) | i.max(j)
             };
-            found.par_sort_unstable_by_key(|&(key, k)| (unordered(key), k));
-            found.dedup_by_key(|&mut (key, _)| unordered(key));
-            found_keys = found.iter().map(|&(key, _)| key).collect();
-            drop(found);
+            let mut listed_order: Vec<(u64, usize)> = found.iter().copied().zip(0..).collect();
+            listed_order.par_sort_unstable_by_key(|&(key, k)| (unordered(key), k));
+            listed_order.dedup_by_key(|&mut (key, _)| unordered(key));
+            found = listed_order.into_iter().map(|(key, _)| key).collect();
         }
-        // Between two matrices a pair's orientation is fixed: the keys alone
-        // are sorted (not at all when listed in order).
-        if !found_keys.is_sorted() {
-            found_keys.par_sort_unstable();
+        if !found.is_sorted() {
+            found.par_sort_unstable();
         }
-        found_keys.dedup();
+        found.dedup();
         let pairs = ListedPairs {
-            first: found_keys.iter().map(|&key| (key >> 32) as u32).collect(),
-            second: found_keys.iter().map(|&key| key as u32).collect(),
+            first: found.iter().map(|&key| (key >> 32) as u32).collect(),
+            second: found.iter().map(|&key| key as u32).collect(),
         };
-        drop(found_keys);
+        drop(found);
         reservation.shrink_to(pairs.heap_bytes());
         Ok((pairs, reservation))
     }
@@ -234,56 +222,61 @@ impl Ids {
 /// is one written as Rust (and Arrow's cast) writes it.
 struct IdIndex<'a> {
     text: HashMap<&'a str, u32, foldhash::fast::RandomState>,
-    integers: HashMap<i64, u32, foldhash::fast::RandomState>,
-    /// The same as `integers`, as a table from the smallest integer id,
-    /// when the integer ids are compact (numbered features, as Python
-    /// passes them): gene or [`u32::MAX`] for none.
-    compact: Option<(i64, Vec<u32>)>,
+    integers: IntegerIds,
+}
+
+/// Genes by integer id: a table from the smallest id when the ids are
+/// compact (numbered features, as Python passes them), else a map.
+enum IntegerIds {
+    /// Gene of id `lo + k` at `k`, or [`u32::MAX`] for none.
+    Table {
+        lo: i64,
+        genes: Vec<u32>,
+    },
+    Map(HashMap<i64, u32, foldhash::fast::RandomState>),
 }
 
 impl<'a> IdIndex<'a> {
     fn new(genes: &'a StringArray, range: std::ops::Range<usize>) -> Self {
         let text: HashMap<&str, u32, _> = range.map(|g| (genes.value(g), g as u32)).collect();
-        let integers = text
+        let map: HashMap<i64, u32, _> = text
             .iter()
             .filter_map(|(&id, &g)| {
                 let x: i64 = id.parse().ok()?;
                 (x.to_string() == id).then_some((x, g))
             })
-            .collect::<HashMap<i64, u32, _>>();
-        let lo = integers.keys().copied().min().unwrap_or(0);
-        let hi = integers.keys().copied().max().unwrap_or(0);
+            .collect();
+        let lo = map.keys().copied().min().unwrap_or(0);
+        let hi = map.keys().copied().max().unwrap_or(0);
         let span = usize::try_from(hi.abs_diff(lo)).unwrap_or(usize::MAX);
-        let compact = (!integers.is_empty() && span < 2 * integers.len() + 1024).then(|| {
+        let integers = if !map.is_empty() && span < 2 * map.len() + 1024 {
             let mut table = vec![u32::MAX; span + 1];
-            for (&x, &g) in &integers {
+            for (&x, &g) in &map {
                 table[(x - lo) as usize] = g;
             }
-            (lo, table)
-        });
-        IdIndex {
-            text,
-            integers,
-            compact,
-        }
+            IntegerIds::Table { lo, genes: table }
+        } else {
+            IntegerIds::Map(map)
+        };
+        IdIndex { text, integers }
     }
 
     /// The gene row `k` of `ids` names, if any.
     #[inline]
     fn find(&self, ids: &Ids, k: usize) -> Option<u32> {
         match ids {
-            Ids::Text(a) => a.is_valid(k).then(|| self.text.get(a.value(k)))?,
+            Ids::Text(a) => a.is_valid(k).then(|| self.text.get(a.value(k)))?.copied(),
             Ids::Integers(a) => {
                 let x = a.is_valid(k).then(|| a.value(k))?;
-                if let Some((lo, table)) = &self.compact {
-                    let at = usize::try_from(x.checked_sub(*lo)?).ok()?;
-                    let g = *table.get(at)?;
-                    return (g != u32::MAX).then_some(g);
+                match &self.integers {
+                    IntegerIds::Table { lo, genes } => {
+                        let at = usize::try_from(x.checked_sub(*lo)?).ok()?;
+                        genes.get(at).copied().filter(|&g| g != u32::MAX)
+                    }
+                    IntegerIds::Map(map) => map.get(&x).copied(),
                 }
-                self.integers.get(&x)
             }
         }
-        .copied()
     }
 }
 

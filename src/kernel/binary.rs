@@ -55,7 +55,7 @@ use crate::input::RankedMatrix;
 #[derive(Debug, Default, Clone)]
 pub struct RankSums {
     /// `score_x(a)` of every sample `a` of the gene `scored`, 16-bit when
-    /// the samples are at most [`NARROW_SAMPLES`] (scores lie within
+    /// the samples are at most [`I16_SCORES_UP_TO`] (scores lie within
     /// `±(n − 1)`): half the cache lines for the lookups of every pair.
     narrow: Vec<i16>,
     /// The same, 32-bit, for more samples.
@@ -66,7 +66,7 @@ pub struct RankSums {
 }
 
 /// Up to this many samples the scores are held as `i16`.
-const NARROW_SAMPLES: usize = 1 << 15;
+const I16_SCORES_UP_TO: usize = 1 << 15;
 
 /// A score as held: `i16` or `i32`.
 trait Score: Copy + Default + Into<i64> {
@@ -147,7 +147,7 @@ impl RankSums {
         // Prefer keeping the first gene scored: consecutive pairs of a
         // block or a candidate list share it.
         let (x, y) = if m.two_valued(j) { (i, j) } else { (j, i) };
-        let narrow = m.samples() <= NARROW_SAMPLES && !self.always_wide;
+        let narrow = m.samples() <= I16_SCORES_UP_TO && !self.always_wide;
         if self.scored != Some(x) {
             if narrow {
                 score(m, x, &mut self.narrow);
@@ -156,30 +156,32 @@ impl RankSums {
             }
             self.scored = Some(x);
         }
-        let sum_of = |samples: &[u32]| {
-            if narrow {
-                sum(&self.narrow, samples)
-            } else {
-                sum(&self.wide, samples)
-            }
-        };
         if let Some(gene) = m.sparse_gene(y).filter(|g| g.zeros > 0) {
             // A sparse gene with zeros: its listed samples are one group,
             // above the zeros when positive (read as 16-bit numbers where
             // they are kept so: half the bytes).
-            let listed = match (gene.narrow, narrow) {
-                (Some(cells), true) => sum(&self.narrow, cells),
-                (Some(cells), false) => sum(&self.wide, cells),
-                (None, _) => sum_of(gene.cells),
+            let listed = match gene.narrow {
+                Some(cells) => self.sum(narrow, cells),
+                None => self.sum(narrow, gene.cells),
             };
             return Some(if gene.negatives == 0 { listed } else { -listed });
         }
         let (lower, higher) = split(m, y);
         Some(if higher.len() <= lower.len() {
-            sum_of(higher)
+            self.sum(narrow, higher)
         } else {
-            -sum_of(lower)
+            -self.sum(narrow, lower)
         })
+    }
+
+    /// `Σ score_x(a)` over `samples`, from the 16-bit scores when `narrow`.
+    #[inline]
+    fn sum<A: Sample>(&self, narrow: bool, samples: &[A]) -> i64 {
+        if narrow {
+            sum(&self.narrow, samples)
+        } else {
+            sum(&self.wide, samples)
+        }
     }
 }
 
@@ -231,21 +233,16 @@ pub fn prefetch(m: &RankedMatrix, y: usize) {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
         // One hint per 64-byte line, 64 lines at most; of the samples the
         // rank sum reads (16-bit ones where they are kept).
+        fn lines<T>(samples: &[T]) {
+            for line in samples.chunks(64 / size_of::<T>()).take(64) {
+                // SAFETY: a prefetch is a hint that reads and writes nothing
+                // (valid for any address); SSE is part of every x86_64 CPU.
+                unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
+            }
+        }
         match gene.narrow {
-            Some(cells) => {
-                for line in cells.chunks(32).take(64) {
-                    // SAFETY: a prefetch is a hint that reads and writes
-                    // nothing (valid for any address); SSE is part of every
-                    // x86_64 CPU.
-                    unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
-                }
-            }
-            None => {
-                for line in gene.cells.chunks(16).take(64) {
-                    // SAFETY: as above.
-                    unsafe { _mm_prefetch::<_MM_HINT_T0>(line.as_ptr().cast()) };
-                }
-            }
+            Some(cells) => lines(cells),
+            None => lines(gene.cells),
         }
     }
     #[cfg(not(target_arch = "x86_64"))]

@@ -38,7 +38,7 @@ pub(super) struct SparseRanks {
     zero: Vec<(u32, u32)>,
     /// The samples of each gene of one non-zero value and some zeros (a
     /// binarised peak) again, as 16-bit numbers, when there are at most
-    /// [`NARROW_SAMPLES`] samples: gene `g`'s are
+    /// [`U16_CELLS_UP_TO`] samples: gene `g`'s are
     /// `narrow[narrow_start[g]..narrow_start[g + 1]]` (none for other genes;
     /// both empty when the samples are more). The rank sums read such a
     /// list for every pair, from memory when the partners are scattered:
@@ -49,7 +49,7 @@ pub(super) struct SparseRanks {
 
 /// Up to this many samples, one-valued genes' samples are also kept as
 /// `u16` ([`SparseGene::narrow`]).
-const NARROW_SAMPLES: usize = 1 << 16;
+const U16_CELLS_UP_TO: usize = 1 << 16;
 
 impl SparseRanks {
     /// Heap bytes held.
@@ -159,39 +159,11 @@ impl RankedMatrix {
         groups.extend(ranked.iter().flat_map(|(_, _, g)| g.iter().copied()));
         let summaries: Vec<GeneSummary> = ranked.iter().map(|(s, _, _)| *s).collect();
         let any_two_valued = summaries.iter().any(|s| s.ties.distinct == 2);
-        // One-valued genes with zeros, their samples as u16 (see `narrow`).
-        let mut narrow_start = Vec::new();
-        let mut narrow = Vec::new();
-        if any_two_valued && samples <= NARROW_SAMPLES {
-            let one_valued =
-                |g: usize| summaries[g].ties.distinct == 2 && values.entries(g).len() < samples;
-            narrow_start = try_with_capacity(genes + 1, "16-bit samples of one-valued genes")?;
-            narrow_start.push(0);
-            for g in 0..genes {
-                let k = if one_valued(g) {
-                    values.entries(g).len()
-                } else {
-                    0
-                };
-                narrow_start.push(narrow_start[g] + k);
-            }
-            let total = narrow_start[genes];
-            reservation.try_grow((genes + 1) * size_of::<usize>() + total * size_of::<u16>())?;
-            narrow = try_zeroed::<u16>(total, "16-bit samples of one-valued genes")?;
-            let ranges: Vec<Range<usize>> = (0..genes)
-                .map(|g| narrow_start[g]..narrow_start[g + 1])
-                .collect();
-            split_mut(&mut narrow, &ranges)
-                .into_par_iter()
-                .zip(0..genes)
-                .filter(|(part, _)| !part.is_empty())
-                .for_each(|(part, g)| {
-                    // Below 2^16 (the samples are at most 2^16).
-                    for (to, &a) in part.iter_mut().zip(&cells[values.entries(g)]) {
-                        *to = a as u16;
-                    }
-                });
-        }
+        let (narrow, narrow_start) = if any_two_valued && samples <= U16_CELLS_UP_TO {
+            narrow_cells(values, &summaries, &cells, samples, reservation)?
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let matrix = Self {
             genes,
             samples,
@@ -313,6 +285,47 @@ impl RankedMatrix {
         reservation.shrink_to(dense.heap_bytes());
         Ok(dense)
     }
+}
+
+/// The samples of each gene of one non-zero value and some zeros, as u16
+/// (`samples` at most [`U16_CELLS_UP_TO`]), and each gene's start among
+/// them (see [`SparseRanks`]'s `narrow`), reserved in `reservation`.
+/// `cells` are the ranked samples (a one-valued gene's in sample order).
+fn narrow_cells(
+    values: &SparseValues,
+    summaries: &[GeneSummary],
+    cells: &[u32],
+    samples: usize,
+    reservation: &mut Reservation,
+) -> Result<(Vec<u16>, Vec<usize>)> {
+    let genes = values.genes();
+    let one_valued =
+        |g: usize| summaries[g].ties.distinct == 2 && values.entries(g).len() < samples;
+    let mut start = try_with_capacity(genes + 1, "16-bit samples of one-valued genes")?;
+    start.push(0);
+    for g in 0..genes {
+        let k = if one_valued(g) {
+            values.entries(g).len()
+        } else {
+            0
+        };
+        start.push(start[g] + k);
+    }
+    let total = start[genes];
+    reservation.try_grow((genes + 1) * size_of::<usize>() + total * size_of::<u16>())?;
+    let mut narrow = try_zeroed::<u16>(total, "16-bit samples of one-valued genes")?;
+    let ranges: Vec<Range<usize>> = (0..genes).map(|g| start[g]..start[g + 1]).collect();
+    split_mut(&mut narrow, &ranges)
+        .into_par_iter()
+        .zip(0..genes)
+        .filter(|(part, _)| !part.is_empty())
+        .for_each(|(part, g)| {
+            // Below 2^16 (the samples are at most 2^16).
+            for (to, &a) in part.iter_mut().zip(&cells[values.entries(g)]) {
+                *to = a as u16;
+            }
+        });
+    Ok((narrow, start))
 }
 
 /// One sparse gene ranked: its statistics, (negatives, zero rank) and
