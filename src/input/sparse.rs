@@ -211,6 +211,32 @@ impl SparseValues {
         }
     }
 
+    /// Where gene `g`'s samples are: the number of its block (see
+    /// [`SparseValues::cell_arrays`]) and their range in that block's array.
+    #[inline]
+    pub(crate) fn cells_place(&self, g: usize) -> (usize, Range<usize>) {
+        let b = self.blocks.partition_point(|b| b.first_gene <= g) - 1;
+        let base = self.start[self.blocks[b].first_gene];
+        (b, self.start[g] - base..self.start[g + 1] - base)
+    }
+
+    /// Each block's array of samples (a handle: cloning it copies nothing)
+    /// and the bytes it holds that are not shared with an owner (0 for a
+    /// table's arrays read in place).
+    pub(crate) fn cell_arrays(&self) -> Vec<(ScalarBuffer<u32>, usize)> {
+        self.blocks
+            .iter()
+            .map(|b| {
+                let held = if b.shared {
+                    0
+                } else {
+                    b.cells.inner().capacity()
+                };
+                (b.cells.clone(), held)
+            })
+            .collect()
+    }
+
     /// Number of non-zero values.
     pub fn len(&self) -> usize {
         self.start.last().copied().unwrap_or(0)

@@ -17,6 +17,7 @@
 use std::mem::size_of;
 use std::ops::Range;
 
+use datafusion::arrow::buffer::ScalarBuffer;
 use datafusion::error::Result;
 use rayon::prelude::*;
 
@@ -28,12 +29,22 @@ use crate::sort::{sort_keys, split_mut};
 /// The sparse ranks of every gene.
 #[derive(Debug, Clone, Default)]
 pub(super) struct SparseRanks {
-    /// Gene `g`'s non-zero samples are `start[g]..start[g + 1]`.
-    start: Vec<usize>,
-    /// Per gene, its non-zero samples in ascending (rank, sample) order.
+    /// Where each gene's non-zero samples and their ranks are.
+    place: Vec<Place>,
+    /// The non-zero samples of the genes ranked by sorting (several
+    /// non-zero values), each gene's in ascending (rank, sample) order.
     cells: Vec<u32>,
     /// Their dense ranks.
     ranks: Vec<u32>,
+    /// The input's arrays of samples, read in place for genes of one
+    /// non-zero value (a binarised peak): such a gene's samples in sample
+    /// order are its sorted order, so they are not copied.
+    input_cells: Vec<ScalarBuffer<u32>>,
+    /// Bytes of `input_cells` held here only (not shared with an owner).
+    input_held: usize,
+    /// The ranks of genes of one non-zero value, all equal (0 or 1): the
+    /// first half 0, the second 1, each as long as the longest such gene.
+    constant_ranks: Vec<u32>,
     /// Per gene: its negative values, and the zero group's rank.
     zero: Vec<(u32, u32)>,
     /// The samples of each gene of one non-zero value and some zeros (a
@@ -47,6 +58,19 @@ pub(super) struct SparseRanks {
     narrow_start: Vec<usize>,
 }
 
+/// Where a gene's non-zero samples and their ranks are: `cells[range]` and
+/// `ranks[range]` of [`SparseRanks`] (`source` [`RANKED`]), or
+/// `input_cells[source][range]`, all of rank `rank`.
+#[derive(Debug, Clone, Copy)]
+struct Place {
+    source: u32,
+    range: (usize, usize),
+    rank: u32,
+}
+
+/// [`Place::source`] of a gene ranked by sorting.
+const RANKED: u32 = u32::MAX;
+
 /// Up to this many samples, one-valued genes' samples are also kept as
 /// `u16` ([`SparseGene::narrow`]).
 const U16_CELLS_UP_TO: usize = 1 << 16;
@@ -54,8 +78,11 @@ const U16_CELLS_UP_TO: usize = 1 << 16;
 impl SparseRanks {
     /// Heap bytes held.
     pub(super) fn heap_bytes(&self) -> usize {
-        (self.start.capacity() + self.narrow_start.capacity()) * size_of::<usize>()
-            + (self.cells.capacity() + self.ranks.capacity()) * size_of::<u32>()
+        self.place.capacity() * size_of::<Place>()
+            + self.narrow_start.capacity() * size_of::<usize>()
+            + (self.cells.capacity() + self.ranks.capacity() + self.constant_ranks.capacity())
+                * size_of::<u32>()
+            + self.input_held
             + self.zero.capacity() * size_of::<(u32, u32)>()
             + self.narrow.capacity() * size_of::<u16>()
     }
@@ -127,43 +154,102 @@ impl RankedMatrix {
     ) -> Result<Self> {
         assert!(samples < u32::MAX as usize, "fewer than u32::MAX samples");
         let genes = values.genes();
-        let entries = values.len();
-        let per_gene = size_of::<GeneSummary>() + 2 * size_of::<usize>() + 8;
+        // Genes of one non-zero value (binarised peaks) are read in place;
+        // the others are ranked into arrays of their own.
+        let one_valued: Vec<bool> = (0..genes)
+            .into_par_iter()
+            .map(|g| has_one_value(values.gene(g)))
+            .collect();
+        let ranges: Vec<Range<usize>> = (0..genes)
+            .scan(0usize, |at, g| {
+                let len = if one_valued[g] {
+                    0
+                } else {
+                    values.entries(g).len()
+                };
+                *at += len;
+                Some(*at - len..*at)
+            })
+            .collect();
+        let entries = ranges.last().map_or(0, |r| r.end);
+        let longest_one_valued = (0..genes)
+            .filter(|&g| one_valued[g])
+            .map(|g| values.entries(g).len())
+            .max()
+            .unwrap_or(0);
+        let per_gene = size_of::<GeneSummary>() + size_of::<Place>() + 8;
         reservation.try_grow(
             entries
                 .saturating_mul(2 * size_of::<u32>())
+                .saturating_add(longest_one_valued * 2 * size_of::<u32>())
                 .saturating_add(genes.saturating_mul(per_gene)),
         )?;
         // Zeroed by the allocator: the pages are first touched as the genes
         // are ranked, on rayon's threads.
         let mut cells = try_zeroed::<u32>(entries, "ranks of non-zero values")?;
         let mut ranks = try_zeroed::<u32>(entries, "ranks of non-zero values")?;
-        let ranges: Vec<Range<usize>> = (0..genes).map(|g| values.entries(g)).collect();
         let parts = split_mut(&mut cells, &ranges)
             .into_iter()
             .zip(split_mut(&mut ranks, &ranges))
             .zip(0..genes);
-        let ranked: Vec<RankedGene> = parts
+        let ranked: Vec<(RankedGene, u32)> = parts
             .collect::<Vec<_>>()
             .into_par_iter()
-            .map(|((c, r), g)| rank_sparse_gene(values.gene(g), samples, c, r))
+            .map(|((c, r), g)| {
+                if one_valued[g] {
+                    rank_one_value(values.gene(g), samples)
+                } else {
+                    (rank_sparse_gene(values.gene(g), samples, c, r), 0)
+                }
+            })
             .collect();
-        let group_count: usize = ranked.iter().map(|(_, _, g)| g.len()).sum();
+        let group_count: usize = ranked.iter().map(|((_, _, g), _)| g.len()).sum();
         reservation.try_grow(2 * group_count * size_of::<(u32, u32)>())?;
         let mut group_start = Vec::with_capacity(genes + 1);
         group_start.push(0);
-        for (_, _, groups) in &ranked {
+        for ((_, _, groups), _) in &ranked {
             group_start.push(group_start.last().unwrap_or(&0) + groups.len());
         }
         let mut groups = try_with_capacity(group_count, "groups of tied values")?;
-        groups.extend(ranked.iter().flat_map(|(_, _, g)| g.iter().copied()));
-        let summaries: Vec<GeneSummary> = ranked.iter().map(|(s, _, _)| *s).collect();
+        groups.extend(ranked.iter().flat_map(|((_, _, g), _)| g.iter().copied()));
+        let summaries: Vec<GeneSummary> = ranked.iter().map(|((s, _, _), _)| *s).collect();
         let any_two_valued = summaries.iter().any(|s| s.ties.distinct == 2);
         let (narrow, narrow_start) = if any_two_valued && samples <= U16_CELLS_UP_TO {
-            narrow_cells(values, &summaries, &cells, samples, reservation)?
+            narrow_cells(values, &summaries, &one_valued, samples, reservation)?
         } else {
             (Vec::new(), Vec::new())
         };
+        // The input's arrays that one-valued genes are read from, and the
+        // bytes of them only these ranks keep alive.
+        let arrays = values.cell_arrays();
+        let mut used = vec![false; arrays.len()];
+        let place: Vec<Place> = (0..genes)
+            .map(|g| {
+                if one_valued[g] {
+                    let (block, range) = values.cells_place(g);
+                    used[block] = true;
+                    Place {
+                        source: block as u32,
+                        range: (range.start, range.end),
+                        rank: ranked[g].1,
+                    }
+                } else {
+                    Place {
+                        source: RANKED,
+                        range: (ranges[g].start, ranges[g].end),
+                        rank: 0,
+                    }
+                }
+            })
+            .collect();
+        let input_held = (0..arrays.len())
+            .filter(|&b| used[b])
+            .map(|b| arrays[b].1)
+            .sum();
+        let mut constant_ranks =
+            try_with_capacity(2 * longest_one_valued, "ranks of one-valued genes")?;
+        constant_ranks.resize(longest_one_valued, 0);
+        constant_ranks.resize(2 * longest_one_valued, 1);
         let matrix = Self {
             genes,
             samples,
@@ -176,10 +262,13 @@ impl RankedMatrix {
             mask_words: samples.div_ceil(64),
             any_two_valued,
             sparse: Some(SparseRanks {
-                start: values.start().to_vec(),
+                place,
                 cells,
                 ranks,
-                zero: ranked.iter().map(|(_, z, _)| *z).collect(),
+                input_cells: arrays.into_iter().map(|(a, _)| a).collect(),
+                input_held,
+                constant_ranks,
+                zero: ranked.iter().map(|((_, z, _), _)| *z).collect(),
                 narrow,
                 narrow_start,
             }),
@@ -214,7 +303,19 @@ impl RankedMatrix {
     #[inline]
     pub fn sparse_gene(&self, g: usize) -> Option<SparseGene<'_>> {
         let s = self.sparse.as_ref()?;
-        let range = s.start[g]..s.start[g + 1];
+        let p = s.place[g];
+        let range = p.range.0..p.range.1;
+        let (cells, ranks) = if p.source == RANKED {
+            (&s.cells[range.clone()], &s.ranks[range.clone()])
+        } else {
+            // All of one rank: the constant ranks' half of that rank.
+            let half = s.constant_ranks.len() / 2;
+            let from = p.rank as usize * half;
+            (
+                &s.input_cells[p.source as usize][range.clone()],
+                &s.constant_ranks[from..from + range.len()],
+            )
+        };
         let (negatives, zero_rank) = s.zero[g];
         let narrow = s
             .narrow_start
@@ -223,8 +324,8 @@ impl RankedMatrix {
             .filter(|cells| !cells.is_empty());
         Some(SparseGene {
             zeros: self.samples - range.len(),
-            cells: &s.cells[range.clone()],
-            ranks: &s.ranks[range],
+            cells,
+            ranks,
             negatives: negatives as usize,
             zero_rank,
             narrow,
@@ -290,21 +391,21 @@ impl RankedMatrix {
 /// The samples of each gene of one non-zero value and some zeros, as u16
 /// (`samples` at most [`U16_CELLS_UP_TO`]), and each gene's start among
 /// them (see [`SparseRanks`]'s `narrow`), reserved in `reservation`.
-/// `cells` are the ranked samples (a one-valued gene's in sample order).
 fn narrow_cells(
     values: &SparseValues,
     summaries: &[GeneSummary],
-    cells: &[u32],
+    one_valued: &[bool],
     samples: usize,
     reservation: &mut Reservation,
 ) -> Result<(Vec<u16>, Vec<usize>)> {
     let genes = values.genes();
-    let one_valued =
-        |g: usize| summaries[g].ties.distinct == 2 && values.entries(g).len() < samples;
+    let listed = |g: usize| {
+        one_valued[g] && summaries[g].ties.distinct == 2 && values.entries(g).len() < samples
+    };
     let mut start = try_with_capacity(genes + 1, "16-bit samples of one-valued genes")?;
     start.push(0);
     for g in 0..genes {
-        let k = if one_valued(g) {
+        let k = if listed(g) {
             values.entries(g).len()
         } else {
             0
@@ -320,8 +421,9 @@ fn narrow_cells(
         .zip(0..genes)
         .filter(|(part, _)| !part.is_empty())
         .for_each(|(part, g)| {
-            // Below 2^16 (the samples are at most 2^16).
-            for (to, &a) in part.iter_mut().zip(&cells[values.entries(g)]) {
+            // Below 2^16 (the samples are at most 2^16); in sample order,
+            // which is a one-valued gene's sorted order.
+            for (to, &a) in part.iter_mut().zip(values.gene(g).cells) {
                 *to = a as u16;
             }
         });
@@ -353,17 +455,6 @@ fn rank_sparse_gene(
             .total_cmp(&key(b))
             .then_with(|| residual(a).cmp(&residual(b)))
     };
-    // One value at every non-zero (a binarised peak): in sample order
-    // already, no keys, no sort and no comparisons (skipping them is
-    // measured: the scE2G-shaped call 0.55 against 0.62 s).
-    let all_equal = gene.residuals.is_empty()
-        && gene
-            .values
-            .iter()
-            .all(|&x| x.to_bits() == gene.values[0].to_bits());
-    if all_equal {
-        return rank_one_value(gene, samples, cells, ranks);
-    }
     // The sorted entries' keys, where they were sorted by them.
     let mut sorted_keys: Vec<u64> = Vec::new();
     let sorted: Vec<u32> = if gene.residuals.is_empty() {
@@ -454,19 +545,25 @@ fn ranked_gene(
     (summary, (negatives as u32, zero_rank), groups)
 }
 
-/// [`rank_sparse_gene`] of a gene whose non-zero values are one value (a
-/// binarised peak; or none): its samples in sample order are its sorted
-/// order, one group of them and one of the zeros (below them when the
-/// value is positive), each of one rank. O(k), no sort.
-fn rank_one_value(
-    gene: GeneEntries<'_>,
-    samples: usize,
-    cells: &mut [u32],
-    ranks: &mut [u32],
-) -> RankedGene {
+/// Whether a gene's non-zero values are one value (a binarised peak), so
+/// that its samples in sample order are its sorted order: no keys, no sort
+/// ([`rank_one_value`]), and its samples are read where they are.
+fn has_one_value(gene: GeneEntries<'_>) -> bool {
+    gene.residuals.is_empty()
+        && gene
+            .values
+            .iter()
+            .all(|&x| x.to_bits() == gene.values[0].to_bits())
+}
+
+/// [`rank_sparse_gene`] of a gene whose non-zero values are one value
+/// ([`has_one_value`]; or none): its samples in sample order are its
+/// sorted order, one group of them and one of the zeros (below them when
+/// the value is positive), each of one rank. O(1) (nothing is written);
+/// returns the ranked gene and the rank of its non-zero samples.
+fn rank_one_value(gene: GeneEntries<'_>, samples: usize) -> (RankedGene, u32) {
     let k = gene.len();
     let zeros = samples - k;
-    cells.copy_from_slice(gene.cells);
     let negative = gene.values.first().is_some_and(|&x| x < 0.0);
     // (position, length) of the values' group and of the zeros', in the
     // gene's sample order, and their ranks.
@@ -475,7 +572,6 @@ fn rank_one_value(
         (false, true) => (zeros, 0, 1, 0),
         _ => (0, 0, 0, 0),
     };
-    ranks.fill(value_rank);
     let mut groups = Vec::with_capacity(2);
     for (at, len) in [(values_at, k), (zeros_at, zeros)] {
         if len > 1 {
@@ -484,7 +580,8 @@ fn rank_one_value(
     }
     // Ascending positions.
     groups.sort_unstable();
-    ranked_gene(samples, if negative { k } else { 0 }, zero_rank, groups)
+    let ranked = ranked_gene(samples, if negative { k } else { 0 }, zero_rank, groups);
+    (ranked, value_rank)
 }
 
 /// Two genes of a matrix as a dense two-gene matrix (genes 0 and 1), for
