@@ -531,7 +531,6 @@ fn regroup<I: Copy + Into<i64> + Sync, V: Copy + Into<f64> + Sync>(
     values: &[V],
     genes: usize,
 ) -> Result<Grouped> {
-    let gene = |k: usize| Into::<i64>::into(indices[k]) as usize;
     let counts = indices
         .par_chunks(1 << 20)
         .fold(
@@ -586,12 +585,13 @@ fn regroup<I: Copy + Into<i64> + Sync, V: Copy + Into<f64> + Sync>(
                 .map(|&s| (s - base) as usize)
                 .collect();
             for (c, span) in indptr.windows(2).enumerate() {
-                for k in span[0] as usize..span[1] as usize {
-                    let g = gene(k);
+                let span = span[0] as usize..span[1] as usize;
+                for (&i, &x) in indices[span.clone()].iter().zip(&values[span]) {
+                    let g = Into::<i64>::into(i) as usize;
                     if (first..end).contains(&g) {
                         let at = &mut next[g - first];
                         cells[*at] = c as i32;
-                        out[*at] = values[k].into();
+                        out[*at] = x.into();
                         *at += 1;
                     }
                 }

@@ -7,7 +7,10 @@
 //! group's samples are the others and its rank is the one between. Tie
 //! statistics and groups of equal values are those of the dense form (the
 //! zero group included), so every pair statistic reads the same. Memory is
-//! 8 bytes per non-zero value, against 8 per value dense.
+//! 8 bytes per non-zero value, against 8 per value dense; a gene of one
+//! non-zero value (a binarised peak) takes none: its samples in sample order
+//! are its sorted order, read where the input holds them, and its ranks are
+//! all one rank.
 //!
 //! Kernels read a sparse gene directly where they can ([`SparseGene`]: the
 //! rank sums of two-valued genes, the zero-inflated kernel) and otherwise
