@@ -908,6 +908,27 @@ impl Grid<'_> {
 mod tests {
     use super::*;
 
+    /// A matrix stored by gene is kept as read only when every gene's cells
+    /// ascend within range and every value is finite; otherwise it takes
+    /// the path that sorts a gene or names the fault.
+    #[test]
+    fn only_ordered_finite_genes_are_kept_as_read() {
+        // Three genes over 4 cells; the second is empty.
+        let indptr = [0i64, 2, 2, 5];
+        let ok =
+            |indices: &[i32], values: &[f64]| Grid::grouped_as_read(&indptr, indices, values, 4);
+        let values = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert!(ok(&[0, 3, 0, 1, 2], &values));
+        // Out of order, repeated, out of range (above and below).
+        assert!(!ok(&[3, 0, 0, 1, 2], &values));
+        assert!(!ok(&[0, 3, 0, 1, 1], &values));
+        assert!(!ok(&[0, 4, 0, 1, 2], &values));
+        assert!(!ok(&[-1, 3, 0, 1, 2], &values));
+        // Not finite.
+        assert!(!ok(&[0, 3, 0, 1, 2], &[1.0, 2.0, f64::NAN, 4.0, 5.0]));
+        assert!(!ok(&[0, 3, 0, 1, 2], &[1.0, 2.0, 3.0, f64::INFINITY, 5.0]));
+    }
+
     /// Entries by cell regrouped by gene on 1 to 3 threads equal a plain
     /// grouping (each gene's cells ascending), empty genes and cells
     /// included.
