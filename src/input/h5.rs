@@ -46,7 +46,7 @@ use hdf5_metno as hdf5;
 
 use super::h5_kind::Hdf5Kind;
 use super::plan_error;
-use super::sparse_table::SparseTable;
+use super::sparse_table::{SparseTable, ascending_within};
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 use crate::sort::split_mut;
 use rayon::prelude::*;
@@ -531,7 +531,8 @@ fn regroup<I: Copy + Into<i64> + Sync, V: Copy + Into<f64> + Sync>(
     values: &[V],
     genes: usize,
 ) -> Result<Grouped> {
-    let counts = indices
+    // Entries per gene, shifted by one, then summed into each gene's start.
+    let mut start = indices
         .par_chunks(1 << 20)
         .fold(
             || vec![0i64; genes + 1],
@@ -549,9 +550,8 @@ fn regroup<I: Copy + Into<i64> + Sync, V: Copy + Into<f64> + Sync>(
                 a
             },
         );
-    let mut start = try_filled(genes + 1, 0i64, "HDF5 matrix offsets")?;
     for g in 0..genes {
-        start[g + 1] = start[g] + counts[g + 1];
+        start[g + 1] += start[g];
     }
     let mut cells = try_filled(indices.len(), 0i32, "HDF5 matrix indices")?;
     let mut out = try_filled(indices.len(), 0f64, "HDF5 matrix values")?;
@@ -766,16 +766,9 @@ impl Grid<'_> {
     /// groups them: each gene's cells ascending within `0..cells`, every
     /// value finite. Branch-free passes on rayon's threads.
     fn grouped_as_read(indptr: &[i64], indices: &[i32], values: &[f64], cells: usize) -> bool {
-        let genes_ok = (0..indptr.len() - 1).into_par_iter().all(|g| {
-            let gene = &indices[indptr[g] as usize..indptr[g + 1] as usize];
-            let ascending = gene
-                .iter()
-                .zip(&gene[gene.len().min(1)..])
-                .fold(true, |ok, (a, b)| ok & (a < b));
-            ascending
-                && gene.first().is_none_or(|&c| c >= 0)
-                && gene.last().is_none_or(|&c| (c as i64) < cells as i64)
-        });
+        let genes_ok = (0..indptr.len() - 1)
+            .into_par_iter()
+            .all(|g| ascending_within(&indices[indptr[g] as usize..indptr[g + 1] as usize], cells));
         genes_ok && all_finite(values)
     }
 

@@ -218,7 +218,7 @@ impl RankedMatrix {
         let summaries: Vec<GeneSummary> = ranked.iter().map(|((s, _, _), _)| *s).collect();
         let any_two_valued = summaries.iter().any(|s| s.ties.distinct == 2);
         let (narrow, narrow_start) = if any_two_valued && samples <= U16_CELLS_UP_TO {
-            narrow_cells(values, &summaries, &one_valued, samples, reservation)?
+            narrow_cells(values, &one_valued, samples, reservation)?
         } else {
             (Vec::new(), Vec::new())
         };
@@ -396,15 +396,13 @@ impl RankedMatrix {
 /// them (see [`SparseRanks`]'s `narrow`), reserved in `reservation`.
 fn narrow_cells(
     values: &SparseValues,
-    summaries: &[GeneSummary],
     one_valued: &[bool],
     samples: usize,
     reservation: &mut Reservation,
 ) -> Result<(Vec<u16>, Vec<usize>)> {
     let genes = values.genes();
-    let listed = |g: usize| {
-        one_valued[g] && summaries[g].ties.distinct == 2 && values.entries(g).len() < samples
-    };
+    // One value and some zeros: two values.
+    let listed = |g: usize| one_valued[g] && (1..samples).contains(&values.entries(g).len());
     let mut start = try_with_capacity(genes + 1, "16-bit samples of one-valued genes")?;
     start.push(0);
     for g in 0..genes {
