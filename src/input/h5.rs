@@ -47,7 +47,9 @@ use hdf5_metno as hdf5;
 use super::h5_kind::Hdf5Kind;
 use super::plan_error;
 use super::sparse_table::{SparseTable, ascending_within};
-use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
+use crate::memory::{
+    QueryMemory, Reservation, ZeroBytes, try_filled, try_with_capacity, try_zeroed,
+};
 use crate::sort::split_mut;
 use rayon::prelude::*;
 
@@ -314,22 +316,34 @@ impl H5<'_> {
 
     /// The 1-D dataset `name` of indices.
     fn indices(&self, name: &str, ds: &hdf5::Dataset, wide: bool) -> Result<Ints> {
-        let read = |e| self.error(name, e);
         Ok(if wide {
-            Ints::Wide(ds.read_raw::<i64>().map_err(read)?)
+            Ints::Wide(self.read_all(name, ds)?)
         } else {
-            Ints::Narrow(ds.read_raw::<i32>().map_err(read)?)
+            Ints::Narrow(self.read_all(name, ds)?)
         })
     }
 
     /// The dataset `name` of values, any shape, in storage order.
     fn values(&self, name: &str, ds: &hdf5::Dataset, wide: bool) -> Result<Floats> {
-        let read = |e| self.error(name, e);
         Ok(if wide {
-            Floats::Wide(ds.read_raw::<f64>().map_err(read)?)
+            Floats::Wide(self.read_all(name, ds)?)
         } else {
-            Floats::Narrow(ds.read_raw::<f32>().map_err(read)?)
+            Floats::Narrow(self.read_all(name, ds)?)
         })
+    }
+
+    /// All elements of the dataset `ds` (named `name`), in storage order,
+    /// read into fresh memory ([`try_zeroed`]: huge pages for large arrays,
+    /// so that the copy out of the file does not fault on every 4 KiB).
+    fn read_all<T: hdf5::H5Type + ZeroBytes>(
+        &self,
+        name: &str,
+        ds: &hdf5::Dataset,
+    ) -> Result<Vec<T>> {
+        let mut out = try_zeroed(ds.size(), &format!("values of {name}"))?;
+        ds.read_into_raw(&mut out)
+            .map_err(|e| self.error(name, e))?;
+        Ok(out)
     }
 
     /// The index of the AnnData dataframe `group` (`var` or `obs`).
@@ -553,8 +567,8 @@ fn regroup<I: Copy + Into<i64> + Sync, V: Copy + Into<f64> + Sync>(
     for g in 0..genes {
         start[g + 1] += start[g];
     }
-    let mut cells = try_filled(indices.len(), 0i32, "HDF5 matrix indices")?;
-    let mut out = try_filled(indices.len(), 0f64, "HDF5 matrix values")?;
+    let mut cells = try_zeroed::<i32>(indices.len(), "HDF5 matrix indices")?;
+    let mut out = try_zeroed::<f64>(indices.len(), "HDF5 matrix values")?;
     // Ranges of genes of about equal entries, one per thread.
     let parts = rayon::current_num_threads().clamp(1, genes.max(1));
     let total = indices.len().max(1);
@@ -812,8 +826,8 @@ impl Grid<'_> {
             start[g + 1] += start[g];
         }
         let mut next = start.clone();
-        let mut cells = try_filled(indices.len(), 0i32, "HDF5 matrix indices")?;
-        let mut out = try_filled(indices.len(), 0f64, "HDF5 matrix values")?;
+        let mut cells = try_zeroed::<i32>(indices.len(), "HDF5 matrix indices")?;
+        let mut out = try_zeroed::<f64>(indices.len(), "HDF5 matrix values")?;
         for (c, w) in indptr.windows(2).enumerate() {
             let first = w[0] as usize;
             for (k, i) in (first..).zip(&indices[first..w[1] as usize]) {
@@ -879,8 +893,8 @@ impl Grid<'_> {
         let entries = start[m] as usize;
         reservation.try_grow(Self::bytes(m, entries))?;
         let mut next = start.clone();
-        let mut cells = try_filled(entries, 0i32, "HDF5 matrix indices")?;
-        let mut out = try_filled(entries, 0f64, "HDF5 matrix values")?;
+        let mut cells = try_zeroed::<i32>(entries, "HDF5 matrix indices")?;
+        let mut out = try_zeroed::<f64>(entries, "HDF5 matrix values")?;
         for c in 0..n {
             for (g, slot) in next[..m].iter_mut().enumerate() {
                 let k = c * m + g;
