@@ -8,6 +8,7 @@ zero in every cell and one cell (the last barcode) zero in every gene:
 
 - csr.h5ad: AnnData, X a CSR matrix (cells by row) of float32
 - csc.h5ad: AnnData, X a CSC matrix of float64
+- csc_f32.h5ad: AnnData, X a CSC matrix of float32
 - dense.h5ad: AnnData, X a dense 2-D dataset of int32
 - tenx_v3.h5: Cell Ranger v3's filtered_feature_bc_matrix.h5 layout, written
   with h5py (group `matrix`: features x barcodes, CSC by barcode, int32
@@ -100,6 +101,7 @@ def fixtures() -> None:
     a = adata(sp.csr_matrix(x.astype(np.float32)), genes, cells)
     a.write_h5ad(f"{OUT}/csr.h5ad")
     adata(sp.csc_matrix(x.astype(np.float64)), genes, cells).write_h5ad(f"{OUT}/csc.h5ad")
+    adata(sp.csc_matrix(x.astype(np.float32)), genes, cells).write_h5ad(f"{OUT}/csc_f32.h5ad")
     adata(x.astype(np.int32), genes, cells).write_h5ad(f"{OUT}/dense.h5ad")
     write_tenx(f"{OUT}/tenx_v3.h5", x, genes, cells)
     # An AnnData file without X: copy csr.h5ad and delete it.

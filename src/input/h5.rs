@@ -623,6 +623,19 @@ fn all_finite<V: Copy + Into<f64> + Sync>(values: &[V]) -> bool {
     })
 }
 
+/// `values` as f64, converted on rayon's threads into fresh memory.
+fn widen(values: &[f32]) -> Result<Vec<f64>> {
+    let mut out = try_zeroed::<f64>(values.len(), "HDF5 matrix values")?;
+    out.par_chunks_mut(1 << 16)
+        .zip(values.par_chunks(1 << 16))
+        .for_each(|(to, from)| {
+            for (to, &x) in to.iter_mut().zip(from) {
+                *to = f64::from(x);
+            }
+        });
+    Ok(out)
+}
+
 /// A genes × cells matrix being read from the group or dataset `name`.
 struct Grid<'a> {
     h5: &'a H5<'a>,
@@ -697,6 +710,14 @@ impl Grid<'_> {
             (Ints::Narrow(i), Floats::Wide(v))
                 if !by_cell && Self::grouped_as_read(&indptr, &i, &v, minor) =>
             {
+                (indptr, i, v)
+            }
+            // Float32 values (as scanpy writes them) widened on rayon's
+            // threads; the indices moved.
+            (Ints::Narrow(i), Floats::Narrow(v))
+                if !by_cell && Self::grouped_as_read(&indptr, &i, &v, minor) =>
+            {
+                let v = widen(&v)?;
                 (indptr, i, v)
             }
             (ints, floats) => with_widths!(&ints, &floats, |i, v| if by_cell {
@@ -779,7 +800,12 @@ impl Grid<'_> {
     /// Whether arrays stored by gene are grouped as [`Grid::by_gene`]
     /// groups them: each gene's cells ascending within `0..cells`, every
     /// value finite. Branch-free passes on rayon's threads.
-    fn grouped_as_read(indptr: &[i64], indices: &[i32], values: &[f64], cells: usize) -> bool {
+    fn grouped_as_read<V: Copy + Into<f64> + Sync>(
+        indptr: &[i64],
+        indices: &[i32],
+        values: &[V],
+        cells: usize,
+    ) -> bool {
         let genes_ok = (0..indptr.len() - 1)
             .into_par_iter()
             .all(|g| ascending_within(&indices[indptr[g] as usize..indptr[g + 1] as usize], cells));
@@ -934,6 +960,17 @@ mod tests {
         // Not finite.
         assert!(!ok(&[0, 3, 0, 1, 2], &[1.0, 2.0, f64::NAN, 4.0, 5.0]));
         assert!(!ok(&[0, 3, 0, 1, 2], &[1.0, 2.0, 3.0, f64::INFINITY, 5.0]));
+        // Float32 values alike, and widened exactly.
+        let narrow = [1.5f32, 2.0, 3.25, 4.0, 1e-7];
+        assert!(Grid::grouped_as_read(&indptr, &[0, 3, 0, 1, 2], &narrow, 4));
+        assert!(!Grid::grouped_as_read(
+            &indptr,
+            &[0, 3, 0, 1, 2],
+            &[1.0f32, f32::NAN, 3.0, 4.0, 5.0],
+            4
+        ));
+        let wide = widen(&narrow).unwrap();
+        assert!(wide.iter().zip(narrow).all(|(&w, n)| w == f64::from(n)));
     }
 
     /// Entries by cell regrouped by gene on 1 to 3 threads equal a plain

@@ -9,7 +9,13 @@ use crate::common::{self, ctx, run};
 
 const DIR: &str = "tests/data/h5";
 /// The fixtures, each the matrix of `dense.tsv`.
-const FIXTURES: [&str; 4] = ["csr.h5ad", "csc.h5ad", "dense.h5ad", "tenx_v3.h5"];
+const FIXTURES: [&str; 5] = [
+    "csr.h5ad",
+    "csc.h5ad",
+    "csc_f32.h5ad",
+    "dense.h5ad",
+    "tenx_v3.h5",
+];
 /// The fixtures' shape; the last gene is zero in every cell.
 const GENES: usize = 12;
 const CELLS: i64 = 40;
