@@ -86,6 +86,53 @@ struct Entries {
     _memory: Option<Reservation>,
 }
 
+/// Entries read in order, at most, before the rest are read on rayon's
+/// threads ([`empty_samples`]).
+const EMPTY_SAMPLES_IN_ORDER: usize = 1 << 20;
+
+/// The samples of `0..n` that no entry of `indices` (each in `0..n`) names,
+/// ascending. Most matrices name every sample within their first entries
+/// (a sample of 20,000 cells is met within a few hundred thousand), so
+/// entries are read in order until every sample is met, for at most
+/// [`EMPTY_SAMPLES_IN_ORDER`] entries; the rest, when some sample is still
+/// unmet, on rayon's threads.
+fn empty_samples(indices: &[i32], n: usize) -> Vec<u32> {
+    let mut seen = vec![false; n];
+    let mut unseen = n;
+    let head = indices.len().min(EMPTY_SAMPLES_IN_ORDER);
+    for chunk in indices[..head].chunks(1 << 12) {
+        for &s in chunk {
+            let s = s as usize;
+            unseen -= usize::from(!seen[s]);
+            seen[s] = true;
+        }
+        if unseen == 0 {
+            return Vec::new();
+        }
+    }
+    let rest = indices[head..]
+        .par_chunks(1 << 20)
+        .fold(
+            || vec![false; n],
+            |mut seen, chunk| {
+                for &s in chunk {
+                    seen[s as usize] = true;
+                }
+                seen
+            },
+        )
+        .reduce(
+            || vec![false; n],
+            |mut a, b| {
+                a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
+                a
+            },
+        );
+    (0..n as u32)
+        .filter(|&s| !seen[s as usize] && !rest[s as usize])
+        .collect()
+}
+
 /// Whether a gene's sample indices ascend strictly within `0..n` (one
 /// branch-free pass: vectorised), as a sparse table's genes must.
 pub(crate) fn ascending_within(indices: &[i32], n: usize) -> bool {
@@ -283,26 +330,8 @@ impl SparseTable {
             .map(gene_entries)
             .try_reduce(|| 0, |x, y| Ok(x + y))?;
         let starts: Vec<usize> = offsets.iter().map(|&o| o as usize).collect();
-        // Samples with an entry (all indices are in range now).
-        let seen = indices
-            .par_chunks(1 << 20)
-            .fold(
-                || vec![false; n],
-                |mut seen, chunk| {
-                    for &s in chunk {
-                        seen[s as usize] = true;
-                    }
-                    seen
-                },
-            )
-            .reduce(
-                || vec![false; n],
-                |mut a, b| {
-                    a.iter_mut().zip(b).for_each(|(x, y)| *x |= y);
-                    a
-                },
-            );
-        let empty_samples = (0..n as u32).filter(|&s| !seen[s as usize]).collect();
+        // All indices are in range now.
+        let empty_samples = empty_samples(&indices, n);
         let entries = Arc::new(Entries {
             number: live::number(),
             genes,
@@ -590,5 +619,38 @@ impl Iterator for Triples {
 
     fn next(&mut self) -> Option<Result<RecordBatch>> {
         (!self.done()).then(|| self.batch())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The samples no index names, plainly.
+    fn plain(indices: &[i32], n: usize) -> Vec<u32> {
+        (0..n as u32)
+            .filter(|&s| !indices.contains(&(s as i32)))
+            .collect()
+    }
+
+    #[test]
+    fn empty_samples_are_those_no_entry_names() {
+        assert_eq!(empty_samples(&[], 3), vec![0, 1, 2]);
+        assert_eq!(empty_samples(&[], 0), Vec::<u32>::new());
+        assert_eq!(empty_samples(&[2, 0, 1, 0], 3), Vec::<u32>::new());
+        assert_eq!(empty_samples(&[4, 0, 4, 2], 5), vec![1, 3]);
+        // Past the entries read in order: sample 7 is met only after them,
+        // sample 9 never; the others within the first few.
+        let n = 12;
+        let mut indices: Vec<i32> = (0..EMPTY_SAMPLES_IN_ORDER + 5000)
+            .map(|k| [0, 1, 2, 3, 4, 5, 6, 8, 10, 11][k % 10])
+            .collect();
+        indices.push(7);
+        indices.extend([3, 7, 0]);
+        assert_eq!(empty_samples(&indices, n), vec![9]);
+        assert_eq!(empty_samples(&indices, n), plain(&indices, n));
+        // Every sample met past the entries read in order.
+        indices.push(9);
+        assert_eq!(empty_samples(&indices, n), Vec::<u32>::new());
     }
 }
