@@ -140,10 +140,14 @@ def _sparse_input(x: Any, names: Any):
     import numpy as np
     import pyarrow as pa
 
-    if x.data.size and not _all_finite(x.data):
-        return _sparse_triples(x, names)
     cells = pa.array(np.arange(x.shape[0], dtype=np.int64)).cast(pa.string())
-    return sparse_table(x, genes=names, cells=cells)
+    try:
+        # (The engine checks every value: a pass of ours would read them twice.)
+        return sparse_table(x, genes=names, cells=cells)
+    except ValueError:
+        if x.data.size and not _all_finite(x.data):
+            return _sparse_triples(x, names)
+        raise
 
 
 def _all_finite(values: Any) -> bool:
