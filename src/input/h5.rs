@@ -33,6 +33,7 @@
 //! and the dataset.
 
 use std::fmt::Display;
+use std::ops::Range;
 use std::path::Path;
 
 use datafusion::arrow::array::{Float64Array, Int32Array, Int64Array, StringArray};
@@ -534,16 +535,22 @@ impl H5<'_> {
 /// Gene-grouped arrays: offsets, cell indices, values.
 type Grouped = (Vec<i64>, Vec<i32>, Vec<f64>);
 
+/// Entries of whole cells that [`regroup`] takes values for at a time.
+const REGROUP_BLOCK: usize = 1 << 21;
+
 /// Entries stored by cell (`indptr` over cells, `indices` genes, each in
-/// `0..genes`; `values` finite) grouped by gene, each gene's cells
-/// ascending: a counting sort on rayon's threads, each taking a range of
-/// genes of about equal entries and reading all entries, writing its genes'
-/// own part of the output.
+/// `0..genes`) grouped by gene, each gene's cells ascending: a counting sort
+/// on rayon's threads, each taking a range of genes of about equal entries
+/// and reading all entries, writing its genes' own part of the output. The
+/// values come block by block of whole cells, about `block` entries each:
+/// `values(range)` gives those of the entries `range` (read from a file, so
+/// that a file's values are never all held at once next to the output).
 fn regroup<I: Copy + Into<i64> + Sync, V: Copy + Into<f64> + Sync>(
     indptr: &[i64],
     indices: &[I],
-    values: &[V],
     genes: usize,
+    block: usize,
+    mut values: impl FnMut(Range<usize>) -> Result<Vec<V>>,
 ) -> Result<Grouped> {
     // Entries per gene, shifted by one, then summed into each gene's start.
     let mut start = indices
@@ -583,34 +590,53 @@ fn regroup<I: Copy + Into<i64> + Sync, V: Copy + Into<f64> + Sync>(
         );
     }
     bounds.push(genes);
-    let entry_ranges: Vec<std::ops::Range<usize>> = bounds
+    let entry_ranges: Vec<Range<usize>> = bounds
         .windows(2)
         .map(|w| start[w[0]] as usize..start[w[1]] as usize)
         .collect();
-    split_mut(&mut cells, &entry_ranges)
-        .into_par_iter()
-        .zip(split_mut(&mut out, &entry_ranges))
-        .zip(bounds.par_windows(2))
-        .for_each(|((cells, out), w)| {
-            let (first, end) = (w[0], w[1]);
-            let base = start[first];
-            let mut next: Vec<usize> = start[first..end]
+    // Each range's next free slot of each of its genes, across blocks.
+    let mut next: Vec<Vec<usize>> = bounds
+        .windows(2)
+        .map(|w| {
+            let base = start[w[0]];
+            start[w[0]..w[1]]
                 .iter()
                 .map(|&s| (s - base) as usize)
-                .collect();
-            for (c, span) in indptr.windows(2).enumerate() {
-                let span = span[0] as usize..span[1] as usize;
-                for (&i, &x) in indices[span.clone()].iter().zip(&values[span]) {
-                    let g = Into::<i64>::into(i) as usize;
-                    if (first..end).contains(&g) {
-                        let at = &mut next[g - first];
-                        cells[*at] = c as i32;
-                        out[*at] = x.into();
-                        *at += 1;
+                .collect()
+        })
+        .collect();
+    let n = indptr.len() - 1;
+    let mut c0 = 0;
+    while c0 < n {
+        // Whole cells of at most `block` entries (at least one cell).
+        let e0 = indptr[c0] as usize;
+        let fits = indptr.partition_point(|&e| e as usize <= e0.saturating_add(block));
+        let c1 = fits.saturating_sub(1).clamp(c0 + 1, n);
+        let e1 = indptr[c1] as usize;
+        let x = values(e0..e1)?;
+        split_mut(&mut cells, &entry_ranges)
+            .into_par_iter()
+            .zip(split_mut(&mut out, &entry_ranges))
+            .zip(bounds.par_windows(2))
+            .zip(next.par_iter_mut())
+            .for_each(|(((cells, out), w), next)| {
+                let (first, end) = (w[0], w[1]);
+                for c in c0..c1 {
+                    let span = indptr[c] as usize..indptr[c + 1] as usize;
+                    let stored = &x[span.start - e0..span.end - e0];
+                    for (&i, &v) in indices[span].iter().zip(stored) {
+                        let g = Into::<i64>::into(i) as usize;
+                        if (first..end).contains(&g) {
+                            let at = &mut next[g - first];
+                            cells[*at] = c as i32;
+                            out[*at] = v.into();
+                            *at += 1;
+                        }
                     }
                 }
-            }
-        });
+            });
+        c0 = c1;
+    }
     Ok((start, cells, out))
 }
 
@@ -693,38 +719,48 @@ impl Grid<'_> {
                 ),
             ));
         }
-        // The arrays as stored, then as grouped by gene: reserved before
-        // either is read.
-        let stored = entries
-            .saturating_mul(if wide_values { 8 } else { 4 } + if wide_indices { 8 } else { 4 })
+        // The arrays as stored (values by cell a block at a time), then as
+        // grouped by gene: reserved before either is read.
+        let value_bytes = if wide_values { 8 } else { 4 };
+        let stored_values = if by_cell {
+            entries.min(REGROUP_BLOCK)
+        } else {
+            entries
+        };
+        let stored = entries.saturating_mul(if wide_indices { 8 } else { 4 })
+            + stored_values.saturating_mul(value_bytes)
             + (major + 1) * 8;
         reservation.try_grow(stored)?;
         reservation.try_grow(Self::bytes(self.genes.len(), entries))?;
         let indptr = self.h5.ints(&path("indptr"), &indptr)?;
         self.check_indptr(&indptr, major, entries)?;
         let ints = self.h5.indices(&path("indices"), &indices, wide_indices)?;
+        if by_cell {
+            let grouped = match &ints {
+                Ints::Narrow(i) => self.by_cell(&indptr, i, &data, wide_values, minor),
+                Ints::Wide(i) => self.by_cell(&indptr, i, &data, wide_values, minor),
+            }?;
+            reservation.shrink_to(reservation.size() - stored);
+            return Ok(grouped);
+        }
         let floats = self.h5.values(&path("data"), &data, wide_values)?;
         let grouped = match (ints, floats) {
             // The arrays as read, when each gene's are already right (as
             // anndata writes a matrix by gene): moved, not copied.
-            (Ints::Narrow(i), Floats::Wide(v))
-                if !by_cell && Self::grouped_as_read(&indptr, &i, &v, minor) =>
-            {
+            (Ints::Narrow(i), Floats::Wide(v)) if Self::grouped_as_read(&indptr, &i, &v, minor) => {
                 (indptr, i, v)
             }
             // Float32 values (as scanpy writes them) widened on rayon's
             // threads; the indices moved.
             (Ints::Narrow(i), Floats::Narrow(v))
-                if !by_cell && Self::grouped_as_read(&indptr, &i, &v, minor) =>
+                if Self::grouped_as_read(&indptr, &i, &v, minor) =>
             {
                 let v = widen(&v)?;
                 (indptr, i, v)
             }
-            (ints, floats) => with_widths!(&ints, &floats, |i, v| if by_cell {
-                self.by_cell(&indptr, i, v, minor)
-            } else {
-                self.by_gene(&indptr, i, v, minor)
-            })?,
+            (ints, floats) => {
+                with_widths!(&ints, &floats, |i, v| self.by_gene(&indptr, i, v, minor))?
+            }
         };
         reservation.shrink_to(reservation.size() - stored);
         Ok(grouped)
@@ -812,15 +848,18 @@ impl Grid<'_> {
         genes_ok && all_finite(values)
     }
 
-    /// Entries stored by cell, grouped by gene ([`regroup`]) when every
-    /// index is in range and every value finite (checked first, in
-    /// branch-free passes on rayon's threads); otherwise entry by entry, to
-    /// name the first fault ([`Grid::by_cell_checked`]).
-    fn by_cell<I: Copy + Into<i64> + Sync, V: Copy + Into<f64> + Sync>(
+    /// Entries stored by cell, grouped by gene ([`regroup`], the values of
+    /// the dataset `data` read a block of cells at a time, float64 when
+    /// `wide`) when every index is in range (checked first, in a
+    /// branch-free pass on rayon's threads) and every value finite (each
+    /// block checked as read); otherwise entry by entry, to name the first
+    /// fault ([`Grid::by_cell_checked`]).
+    fn by_cell<I: Copy + Into<i64> + Sync>(
         &self,
         indptr: &[i64],
         indices: &[I],
-        values: &[V],
+        data: &hdf5::Dataset,
+        wide: bool,
         genes: usize,
     ) -> Result<Grouped> {
         let in_range = indices.par_chunks(1 << 16).all(|chunk| {
@@ -829,10 +868,53 @@ impl Grid<'_> {
                 ok & (i >= 0) & (i < genes as i64)
             })
         });
-        if !in_range || !all_finite(values) {
-            return self.by_cell_checked(indptr, indices, values, genes);
+        let path = format!("{}/{}", self.name, "data");
+        if !in_range {
+            let floats = self.h5.values(&path, data, wide)?;
+            return match &floats {
+                Floats::Narrow(v) => self.by_cell_checked(indptr, indices, v, genes),
+                Floats::Wide(v) => self.by_cell_checked(indptr, indices, v, genes),
+            };
         }
-        regroup(indptr, indices, values, genes)
+        if wide {
+            self.by_cell_blocks::<I, f64>(indptr, indices, data, &path, genes)
+        } else {
+            self.by_cell_blocks::<I, f32>(indptr, indices, data, &path, genes)
+        }
+    }
+
+    /// [`Grid::by_cell`] of indices in range: [`regroup`] of the values of
+    /// `data` (named `path`) read as `V` a block at a time, each block
+    /// checked to be finite (a value that is not is named).
+    fn by_cell_blocks<I: Copy + Into<i64> + Sync, V: hdf5::H5Type + Copy + Into<f64> + Sync>(
+        &self,
+        indptr: &[i64],
+        indices: &[I],
+        data: &hdf5::Dataset,
+        path: &str,
+        genes: usize,
+    ) -> Result<Grouped> {
+        regroup(indptr, indices, genes, REGROUP_BLOCK, |range| {
+            let (block, offset) = data
+                .read_slice_1d::<V, _>(range.clone())
+                .map_err(|e| self.h5.error(path, e))?
+                .into_raw_vec_and_offset();
+            if block.len() != range.len() || offset.unwrap_or(0) != 0 {
+                return Err(self.h5.error(path, "a block of values read out of shape"));
+            }
+            if !all_finite(&block) {
+                // Named: the first value that is not finite.
+                let k = block
+                    .iter()
+                    .position(|&x| !Into::<f64>::into(x).is_finite())
+                    .unwrap_or(0);
+                let entry = range.start + k;
+                let c = indptr.partition_point(|&e| e as usize <= entry) - 1;
+                let g = Into::<i64>::into(indices[entry]) as usize;
+                self.finite(&block, k, g, c)?;
+            }
+            Ok(block)
+        })
     }
 
     /// [`Grid::by_cell`] entry by entry, each index and value checked: the
@@ -973,9 +1055,9 @@ mod tests {
         assert!(wide.iter().zip(narrow).all(|(&w, n)| w == f64::from(n)));
     }
 
-    /// Entries by cell regrouped by gene on 1 to 3 threads equal a plain
-    /// grouping (each gene's cells ascending), empty genes and cells
-    /// included.
+    /// Entries by cell regrouped by gene on 1 to 3 threads, their values
+    /// taken in blocks of several sizes, equal a plain grouping (each gene's
+    /// cells ascending), empty genes and cells included.
     #[test]
     fn regrouped_entries_equal_a_plain_grouping() {
         let (cells, genes) = (300usize, 37usize);
@@ -1003,14 +1085,44 @@ mod tests {
                 want[indices[k] as usize].push((c as i32, f64::from(values[k])));
             }
         }
-        for threads in 1..=3 {
+        // Blocks of values: one cell at a time, a few cells, all at once.
+        for (threads, block) in [
+            (1, 1),
+            (2, 1),
+            (3, 1),
+            (1, 50),
+            (2, 50),
+            (2, 1 << 20),
+            (3, 777),
+        ] {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(threads)
                 .build()
                 .unwrap();
+            let mut asked = Vec::new();
             let (start, got_cells, got_values) = pool
-                .install(|| regroup(&indptr, &indices, &values, genes))
+                .install(|| {
+                    regroup(&indptr, &indices, genes, block, |range| {
+                        asked.push(range.clone());
+                        Ok(values[range].to_vec())
+                    })
+                })
                 .unwrap();
+            // Whole cells, in order, each block within its size (or one cell).
+            assert_eq!(asked.first().map(|r| r.start), Some(0));
+            assert_eq!(asked.last().map(|r| r.end), Some(values.len()));
+            assert!(asked.windows(2).all(|w| w[0].end == w[1].start));
+            assert!(asked.iter().all(|r| indptr.contains(&(r.start as i64))
+                && indptr.contains(&(r.end as i64))));
+            let one_cell = |r: &Range<usize>| {
+                indptr
+                    .windows(2)
+                    .any(|w| w[0] as usize == r.start && w[1] as usize == r.end)
+            };
+            assert!(
+                asked.iter().all(|r| r.len() <= block || one_cell(r)),
+                "block {block}"
+            );
             assert_eq!(start.len(), genes + 1);
             for (g, want) in want.iter().enumerate() {
                 let range = start[g] as usize..start[g + 1] as usize;
@@ -1019,7 +1131,7 @@ mod tests {
                     .copied()
                     .zip(got_values[range].iter().copied())
                     .collect();
-                assert_eq!(&got, want, "gene {g}, {threads} threads");
+                assert_eq!(&got, want, "gene {g}, {threads} threads, block {block}");
             }
         }
     }
