@@ -219,35 +219,49 @@ impl Grid<'_> {
         let indptr = self.h5.ints(&path("indptr"), &indptr)?;
         self.check_indptr(&indptr, major, entries)?;
         let ints = self.h5.indices(&path("indices"), &indices, wide_indices)?;
-        if by_cell {
-            let grouped = match &ints {
+        let grouped = if by_cell {
+            match &ints {
                 Ints::Narrow(i) => self.by_cell(&indptr, i, &data, wide_values, minor),
                 Ints::Wide(i) => self.by_cell(&indptr, i, &data, wide_values, minor),
-            }?;
-            reservation.shrink_to(reservation.size() - stored);
-            return Ok(grouped);
-        }
-        let floats = self.h5.values(&path("data"), &data, wide_values)?;
-        let grouped = match (ints, floats) {
+            }?
+        } else {
+            self.by_gene_read(indptr, ints, &data, wide_values, minor)?
+        };
+        reservation.shrink_to(reservation.size() - stored);
+        Ok(grouped)
+    }
+
+    /// Entries stored by gene (`indptr` per gene, `ints` cells), the values
+    /// read from `data` (float64 when `wide`): kept as read where they are
+    /// grouped already ([`Grid::grouped_as_read`]), otherwise
+    /// [`Grid::by_gene`].
+    fn by_gene_read(
+        &self,
+        indptr: Vec<i64>,
+        ints: Ints,
+        data: &hdf5::Dataset,
+        wide: bool,
+        cells: usize,
+    ) -> Result<Grouped> {
+        let floats = self.h5.values(self.data, data, wide)?;
+        Ok(match (ints, floats) {
             // The arrays as read, when each gene's are already right (as
             // anndata writes a matrix by gene): moved, not copied.
-            (Ints::Narrow(i), Floats::Wide(v)) if Self::grouped_as_read(&indptr, &i, &v, minor) => {
+            (Ints::Narrow(i), Floats::Wide(v)) if Self::grouped_as_read(&indptr, &i, &v, cells) => {
                 (indptr, i, v)
             }
             // Float32 values (as scanpy writes them) widened on rayon's
             // threads; the indices moved.
             (Ints::Narrow(i), Floats::Narrow(v))
-                if Self::grouped_as_read(&indptr, &i, &v, minor) =>
+                if Self::grouped_as_read(&indptr, &i, &v, cells) =>
             {
                 let v = widen(&v)?;
                 (indptr, i, v)
             }
             (ints, floats) => {
-                with_widths!(&ints, &floats, |i, v| self.by_gene(&indptr, i, v, minor))?
+                with_widths!(&ints, &floats, |i, v| self.by_gene(&indptr, i, v, cells))?
             }
-        };
-        reservation.shrink_to(reservation.size() - stored);
-        Ok(grouped)
+        })
     }
 
     /// Checks `indptr`: `major + 1` offsets ascending from 0 to `entries`.
@@ -352,39 +366,39 @@ impl Grid<'_> {
                 ok & (i >= 0) & (i < genes as i64)
             })
         });
-        let path = format!("{}/{}", self.name, "data");
         if !in_range {
-            let floats = self.h5.values(&path, data, wide)?;
+            let floats = self.h5.values(self.data, data, wide)?;
             return match &floats {
                 Floats::Narrow(v) => self.by_cell_checked(indptr, indices, v, genes),
                 Floats::Wide(v) => self.by_cell_checked(indptr, indices, v, genes),
             };
         }
         if wide {
-            self.by_cell_blocks::<I, f64>(indptr, indices, data, &path, genes)
+            self.by_cell_blocks::<I, f64>(indptr, indices, data, genes)
         } else {
-            self.by_cell_blocks::<I, f32>(indptr, indices, data, &path, genes)
+            self.by_cell_blocks::<I, f32>(indptr, indices, data, genes)
         }
     }
 
     /// [`Grid::by_cell`] of indices in range: [`regroup`] of the values of
-    /// `data` (named `path`) read as `V` a block at a time, each block
-    /// checked to be finite (a value that is not is named).
+    /// `data` read as `V` a block at a time, each block checked to be
+    /// finite (a value that is not is named).
     fn by_cell_blocks<I: Copy + Into<i64> + Sync, V: hdf5::H5Type + Copy + Into<f64> + Sync>(
         &self,
         indptr: &[i64],
         indices: &[I],
         data: &hdf5::Dataset,
-        path: &str,
         genes: usize,
     ) -> Result<Grouped> {
         regroup(indptr, indices, genes, REGROUP_BLOCK, |range| {
             let (block, offset) = data
                 .read_slice_1d::<V, _>(range.clone())
-                .map_err(|e| self.h5.error(path, e))?
+                .map_err(|e| self.h5.error(self.data, e))?
                 .into_raw_vec_and_offset();
             if block.len() != range.len() || offset.unwrap_or(0) != 0 {
-                return Err(self.h5.error(path, "a block of values read out of shape"));
+                return Err(self
+                    .h5
+                    .error(self.data, "a block of values read out of shape"));
             }
             if !all_finite(&block) {
                 // Named: the first value that is not finite.
