@@ -281,8 +281,17 @@ async fn drop_a_while_b_runs(ctx: &SessionContext, demo: &str, b_sql: &str, b_al
         "A's task failed: {a_ended:?}"
     );
     // A computes no more pairs (its partitions' tasks went with its
-    // stream; give a poll in flight time to end)...
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // stream; a poll in flight may end first: on a loaded machine it can
+    // take longer than a few hundred milliseconds, so wait, up to 10 s,
+    // until A's count holds for 300 ms)...
+    let settle = Instant::now();
+    loop {
+        let before = progress(&a);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        if progress(&a) == before || settle.elapsed() > Duration::from_secs(10) {
+            break;
+        }
+    }
     let stopped = progress(&a);
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(progress(&a), stopped, "A went on computing after its drop");
