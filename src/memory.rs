@@ -8,12 +8,17 @@
 //! data. Allocations are fallible ([`try_filled`]), so a size the allocator
 //! refuses is an error, never an abort.
 
+use std::ops::Range;
 use std::sync::Arc;
 
+use datafusion::common::internal_err;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::memory_pool::{
     MemoryConsumer, MemoryLimit, MemoryPool, MemoryReservation, UnboundedMemoryPool,
 };
+use rayon::prelude::*;
+
+use crate::sort::split_mut;
 
 /// Reserves the memory of one query's scan of one input in a memory pool.
 #[derive(Debug, Clone)]
@@ -143,6 +148,60 @@ pub fn try_with_capacity<T>(capacity: usize, what: &str) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// `ranges.last().end` values written part by part on rayon's threads,
+/// never zeroed first: part `k` (of `ranges`, consecutive from 0) is what
+/// `part(k)` yields, which must be exactly `ranges[k].len()` values.
+/// Allocated fallibly (see [`try_filled`]), with huge pages from
+/// [`HUGE_PAGES_FROM`] bytes on (as [`try_zeroed`]); its memory is first
+/// touched where the values are written. For a large array written whole:
+/// memory `calloc` reuses is zeroed first, on one thread, one page fault
+/// per 4 KiB (12 ms for 20 MB, measured in a candidate list's query; see
+/// `docs/benchmarks/`).
+pub fn try_written_in_parts<T, I>(
+    ranges: &[Range<usize>],
+    what: &str,
+    part: impl Fn(usize) -> I + Sync,
+) -> Result<Vec<T>>
+where
+    T: Copy + Send,
+    I: Iterator<Item = T>,
+{
+    let consecutive = ranges
+        .iter()
+        .zip(ranges.iter().skip(1))
+        .all(|(a, b)| a.end == b.start);
+    let len = ranges.last().map_or(0, |r| r.end);
+    if !consecutive || ranges.first().is_some_and(|r| r.start != 0) {
+        return internal_err!("the parts of the {what} do not cover it in order");
+    }
+    let mut v: Vec<T> = try_with_capacity(len, what)?;
+    let bytes = len * size_of::<T>();
+    if bytes >= HUGE_PAGES_FROM {
+        advise_huge_pages(v.as_mut_ptr().cast(), bytes);
+    }
+    let slots = &mut v.spare_capacity_mut()[..len];
+    let whole = split_mut(slots, ranges)
+        .into_par_iter()
+        .enumerate()
+        .map(|(k, slots)| {
+            let mut written = 0;
+            for (slot, x) in slots.iter_mut().zip(part(k)) {
+                slot.write(x);
+                written += 1;
+            }
+            written == slots.len()
+        })
+        .all(|whole| whole);
+    if !whole {
+        return internal_err!("a part of the {what} has fewer values than its range");
+    }
+    // SAFETY: the capacity is at least `len`; the ranges cover `0..len`
+    // one after the other (checked above), `split_mut` hands out each one
+    // once, and every slot of every part was written (`whole`).
+    unsafe { v.set_len(len) };
+    Ok(v)
+}
+
 /// Numbers whose value with every byte zero is 0: what [`try_zeroed`]
 /// may hand out.
 pub trait ZeroBytes: Copy {}
@@ -255,6 +314,43 @@ pub fn human(bytes: usize) -> String {
 mod tests {
     use super::*;
     use datafusion::execution::memory_pool::GreedyMemoryPool;
+
+    #[test]
+    fn vectors_written_in_parts_hold_every_part_in_order() {
+        // Parts of 0 to 40 values, past the huge-page threshold in the
+        // last case (8 MiB of u16).
+        for total_parts in [0usize, 1, 7, 1000] {
+            let lens: Vec<usize> = (0..total_parts).map(|k| (k * 7919) % 41).collect();
+            let mut ranges = Vec::new();
+            let mut at = 0;
+            for &len in &lens {
+                ranges.push(at..at + len);
+                at += len;
+            }
+            let v: Vec<u32> = try_written_in_parts(&ranges, "test", |k| {
+                (0..lens[k]).map(move |q| (k * 100 + q) as u32)
+            })
+            .unwrap();
+            let expected: Vec<u32> = (0..total_parts)
+                .flat_map(|k| (0..lens[k]).map(move |q| (k * 100 + q) as u32))
+                .collect();
+            assert_eq!(v, expected);
+        }
+        let big: Vec<u16> = try_written_in_parts(&[0..3 << 22, 3 << 22..5 << 22], "test", |k| {
+            std::iter::repeat_n(k as u16 + 1, if k == 0 { 3 << 22 } else { 2 << 22 })
+        })
+        .unwrap();
+        assert_eq!(big.len(), 5 << 22);
+        assert!(big[..3 << 22].iter().all(|&x| x == 1));
+        assert!(big[3 << 22..].iter().all(|&x| x == 2));
+        // A part short of its range, or parts out of order: errors.
+        let short =
+            try_written_in_parts::<u8, _>(&[0..2, 2..5], "test", |k| std::iter::repeat_n(0, 2 - k));
+        assert!(short.unwrap_err().to_string().contains("fewer values"));
+        let gap =
+            try_written_in_parts::<u8, _>(&[0..2, 3..5], "test", |_| std::iter::repeat_n(0, 2));
+        assert!(gap.unwrap_err().to_string().contains("do not cover"));
+    }
 
     #[test]
     fn zeroed_vectors_are_zeros_and_refusals_are_errors() {
