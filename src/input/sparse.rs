@@ -12,6 +12,7 @@ use std::mem::size_of;
 use std::ops::Range;
 
 use datafusion::arrow::buffer::ScalarBuffer;
+use datafusion::common::internal_err;
 use datafusion::error::Result;
 
 use super::values::Exact;
@@ -335,6 +336,69 @@ impl SparseValues {
         Ok(Ok(matrix))
     }
 
+    /// [`SparseValues::from_triples`] of rows in strictly ascending
+    /// `(gene, sample)` order (so no sample twice), taking their arrays: the
+    /// non-zero rows are moved to the front (nothing moves when none is 0),
+    /// the samples taken out of `cells` where they are, so nothing of the
+    /// rows' size is allocated. On return `reservation` holds
+    /// [`SparseValues::heap_bytes`] (the arrays were accounted by whoever
+    /// filled them). Rows out of order are an internal error: the caller
+    /// checks the order ([`SparseValues::from_triples`] takes any).
+    pub fn from_sorted_triples(
+        genes: usize,
+        mut cells: Vec<(u32, u32)>,
+        mut values: Vec<f64>,
+        mut residuals: Vec<i16>,
+        reservation: &mut Reservation,
+    ) -> Result<Self> {
+        let shaped = values.len() == cells.len()
+            && (residuals.is_empty() || residuals.len() == cells.len())
+            && cells.last().is_none_or(|&(g, _)| (g as usize) < genes);
+        if !shaped || !cells.is_sorted_by(|a, b| a < b) {
+            return internal_err!("sorted triples: rows out of (gene, sample) order");
+        }
+        if residuals.iter().all(|&r| r == 0) {
+            residuals = Vec::new();
+        }
+        let all_nonzero = values.iter().all(|&x| x != 0.0);
+        if !all_nonzero {
+            let mut kept = 0;
+            for k in 0..cells.len() {
+                let residual = residuals.get(k).copied().unwrap_or(0);
+                if values[k] != 0.0 || residual != 0 {
+                    cells[kept] = cells[k];
+                    values[kept] = values[k];
+                    if !residuals.is_empty() {
+                        residuals[kept] = residual;
+                    }
+                    kept += 1;
+                }
+            }
+            cells.truncate(kept);
+            values.truncate(kept);
+            residuals.truncate(kept);
+        }
+        reservation.try_grow((genes + 1).saturating_mul(size_of::<usize>()))?;
+        let mut start = try_filled(genes + 1, 0usize, "non-zero values")?;
+        for &(g, _) in &cells {
+            start[g as usize + 1] += 1;
+        }
+        for g in 0..genes {
+            start[g + 1] += start[g];
+        }
+        // In place (a u32 where each (u32, u32) was), then the room of the
+        // genes given back.
+        let mut samples: Vec<u32> = cells.into_iter().map(|(_, s)| s).collect();
+        samples.shrink_to_fit();
+        values.shrink_to_fit();
+        residuals.shrink_to_fit();
+        let matrix = Self::from_vecs(start, samples, values, residuals);
+        let held = matrix.heap_bytes();
+        reservation.try_grow(held.saturating_sub(reservation.size()))?;
+        reservation.shrink_to(held);
+        Ok(matrix)
+    }
+
     /// The dense genes × `samples` values (row-major) and their residuals
     /// (empty when every value is exact).
     pub fn to_dense(&self, samples: usize) -> Result<(Vec<f64>, Vec<i16>)> {
@@ -501,6 +565,62 @@ mod tests {
         assert_eq!(kept.start(), &[0, 1, 3]);
         assert_eq!(row(&kept, 0), (vec![1], vec![-1.0]));
         assert_eq!(row(&kept, 1), (vec![0, 2], vec![2.0, 5.0]));
+    }
+
+    /// Rows in (gene, sample) order taken whole equal the general path:
+    /// all non-zero, some zero (moved up), residuals, genes without rows.
+    #[test]
+    fn sorted_triples_taken_whole_equal_the_general_path() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |k: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % k
+        };
+        for (zeros, with_residuals) in [(0, false), (30, false), (30, true), (100, false)] {
+            let (genes, samples) = (9usize, 40usize);
+            let (mut cells, mut read, mut residuals) = (Vec::new(), Vec::new(), Vec::new());
+            for g in 0..genes as u32 {
+                for s in 0..samples as u32 {
+                    // Gene 4 has no rows; others about half the samples.
+                    if g == 4 || next(2) == 0 {
+                        continue;
+                    }
+                    cells.push((g, s));
+                    let zero = next(100) < zeros;
+                    read.push(if zero { 0.0 } else { next(7) as f64 - 3.0 });
+                    residuals.push(if with_residuals {
+                        next(3) as i16 - 1
+                    } else {
+                        0
+                    });
+                }
+            }
+            let memory = QueryMemory::unbounded("x");
+            let mut r = memory.reserve("v", 0).unwrap();
+            let expected =
+                SparseValues::from_triples((genes, samples), &cells, &read, &residuals, &mut r)
+                    .unwrap()
+                    .unwrap();
+            let mut r2 = memory.reserve("w", 0).unwrap();
+            let got =
+                SparseValues::from_sorted_triples(genes, cells, read, residuals, &mut r2).unwrap();
+            let what = format!("zeros {zeros}, residuals {with_residuals}");
+            assert_eq!(got.start(), expected.start(), "{what}");
+            assert_eq!(got.is_exact(), expected.is_exact(), "{what}");
+            assert_eq!(
+                got.to_dense(samples).unwrap(),
+                expected.to_dense(samples).unwrap()
+            );
+            assert_eq!(r2.size(), got.heap_bytes(), "{what}");
+        }
+        // Out of order, or a sample twice: refused.
+        let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
+        for cells in [vec![(1, 0), (0, 1)], vec![(0, 1), (0, 1)]] {
+            let refused = SparseValues::from_sorted_triples(2, cells, vec![1.0; 2], vec![], &mut r);
+            assert!(refused.is_err());
+        }
     }
 
     #[test]

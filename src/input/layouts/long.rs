@@ -198,7 +198,21 @@ impl IdIndex {
             }
             DataType::Utf8View => {
                 let text = column.as_string_view();
-                self.number_strings(text.len(), |r| text.value(r), [role, what])
+                // Equal views are equal ids (an id of up to 12 bytes is
+                // held in its view, a longer one names the same bytes of
+                // the same buffer): a run of one id (a file sorted by gene)
+                // is recognised without reading its bytes.
+                let mut numbers = Vec::with_capacity(text.len());
+                let mut last: Option<(u128, u32)> = None;
+                for (r, &view) in text.views().iter().enumerate() {
+                    let k = match last {
+                        Some((previous, k)) if previous == view => k,
+                        _ => self.number(text.value(r), role, what)?,
+                    };
+                    last = Some((view, k));
+                    numbers.push(k);
+                }
+                Ok(numbers)
             }
             DataType::LargeUtf8 => {
                 let text = column.as_string::<i64>();
@@ -308,32 +322,51 @@ pub(in crate::input) fn load_long(
         grow(&mut cells, rows, &mut scratch, "(gene, sample) ids as read")?;
         grow(&mut read, rows, &mut scratch, "input values as read")?;
         rows_per_gene.resize(genes.len(), 0);
-        for r in 0..rows {
-            let (g, s) = (gene_numbers[r], sample_numbers[r]);
-            rows_per_gene[g as usize] += 1;
-            cells.push((g, s));
-            let x = column.value(r, spec.missing, || {
-                format!(
-                    "gene '{}', sample '{}' (row {} of {what})",
-                    genes.names[g as usize],
-                    samples.names[s as usize],
-                    row0 + r + 1
-                )
-            })?;
-            if x.residual != 0 && !inexact {
-                // The first value f64 cannot hold: remainders from now on.
-                inexact = true;
-                grow(
-                    &mut read_residuals,
-                    read.capacity(),
-                    &mut scratch,
-                    "input values as read",
-                )?;
-                read_residuals.resize(read.len(), 0);
+        // The common case, floats without nulls, all finite (one
+        // vectorised pass), while every value so far was exact: the rows
+        // taken whole, as the loop below would take them one by one.
+        if let (NumericColumn::Float(floats), false) = (&column, inexact)
+            && floats.null_count() == 0
+            && floats.values().iter().all(|x| x.is_finite())
+        {
+            for &g in &gene_numbers {
+                rows_per_gene[g as usize] += 1;
             }
-            read.push(x.value);
-            if inexact {
-                read_residuals.push(x.residual);
+            cells.extend(
+                gene_numbers
+                    .iter()
+                    .zip(&sample_numbers)
+                    .map(|(&g, &s)| (g, s)),
+            );
+            read.extend_from_slice(floats.values());
+        } else {
+            for r in 0..rows {
+                let (g, s) = (gene_numbers[r], sample_numbers[r]);
+                rows_per_gene[g as usize] += 1;
+                cells.push((g, s));
+                let x = column.value(r, spec.missing, || {
+                    format!(
+                        "gene '{}', sample '{}' (row {} of {what})",
+                        genes.names[g as usize],
+                        samples.names[s as usize],
+                        row0 + r + 1
+                    )
+                })?;
+                if x.residual != 0 && !inexact {
+                    // The first value f64 cannot hold: remainders from now on.
+                    inexact = true;
+                    grow(
+                        &mut read_residuals,
+                        read.capacity(),
+                        &mut scratch,
+                        "input values as read",
+                    )?;
+                    read_residuals.resize(read.len(), 0);
+                }
+                read.push(x.value);
+                if inexact {
+                    read_residuals.push(x.residual);
+                }
             }
         }
         let ids = genes.bytes + samples.bytes;
@@ -406,23 +439,27 @@ pub(in crate::input) fn load_long(
                 .collect();
             samples.index.clear();
         }
-        let shape = (m, n);
-        let sparse = match SparseValues::from_triples(
-            shape,
-            &cells,
-            &read,
-            &read_residuals,
-            &mut reservation,
-        )? {
-            Ok(sparse) => sparse,
-            Err(RepeatedSample { gene: g }) => {
-                let problem = gene_problem(&cells, g, &genes, &samples, what);
-                return Err(data_error(format!(
-                    "{problem}; with layout 'long' a gene has at most one row per sample"
-                )));
+        let sparse = if cells.is_sorted_by(|a, b| a < b) {
+            // Rows by gene, then sample (as a 10x directory's, Python's
+            // and most files' come): their arrays become the matrix's.
+            SparseValues::from_sorted_triples(m, cells, read, read_residuals, &mut reservation)?
+        } else {
+            match SparseValues::from_triples(
+                (m, n),
+                &cells,
+                &read,
+                &read_residuals,
+                &mut reservation,
+            )? {
+                Ok(sparse) => sparse,
+                Err(RepeatedSample { gene: g }) => {
+                    let problem = gene_problem(&cells, g, &genes, &samples, what);
+                    return Err(data_error(format!(
+                        "{problem}; with layout 'long' a gene has at most one row per sample"
+                    )));
+                }
             }
         };
-        drop((cells, read, read_residuals));
         return Ok(ExpressionMatrix::from_sparse(
             StringArray::from_iter_values(&genes.names),
             samples.names,
@@ -468,4 +505,49 @@ pub(in crate::input) fn load_long(
         values,
         samples.names,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::arrow::array::StringViewArray;
+    use datafusion::arrow::datatypes::{Field, Schema};
+
+    /// Ids read from string views (runs recognised by their views) are
+    /// numbered as the same ids read as strings: short and long ids, runs,
+    /// a long id repeated in another view, an id coming back later.
+    #[test]
+    fn ids_from_string_views_number_as_strings() {
+        let long = "a_gene_name_longer_than_twelve_bytes";
+        let ids = [
+            "a",
+            "a",
+            long,
+            long,
+            "b",
+            long,
+            "a",
+            "b",
+            "twelve_bytes",
+            "twelve_bytes",
+            "x",
+        ];
+        let number = |array: ArrayRef| {
+            let schema = Arc::new(Schema::new(vec![Field::new(
+                "gene",
+                array.data_type().clone(),
+                false,
+            )]));
+            let batch = RecordBatch::try_new(schema, vec![array]).unwrap();
+            let mut index = IdIndex::default();
+            let numbers = index
+                .number_column(&batch, "gene", ["gene", "test"], 0)
+                .unwrap();
+            (numbers, index.names)
+        };
+        let views = number(Arc::new(StringViewArray::from_iter_values(ids)));
+        let strings = number(Arc::new(StringArray::from_iter_values(ids)));
+        assert_eq!(views, strings);
+        assert_eq!(views.0, vec![0, 0, 1, 1, 2, 1, 0, 2, 3, 3, 4]);
+    }
 }
