@@ -59,6 +59,9 @@ pub mod stats;
 pub mod tiles;
 pub mod work;
 
+#[cfg(test)]
+mod test_rng;
+
 use datafusion::error::Result;
 use datafusion::prelude::{SessionConfig, SessionContext};
 

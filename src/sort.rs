@@ -113,13 +113,8 @@ mod tests {
 
     #[test]
     fn bucketed_keys_equal_a_comparison_sort() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::test_rng::XorShift::new(0x9E37_79B9_7F4A_7C15);
+        let mut next = || rng.next_u64();
         let cases = [
             (5usize, 3u64),
             (300, 7),

@@ -571,13 +571,8 @@ mod tests {
     /// all non-zero, some zero (moved up), residuals, genes without rows.
     #[test]
     fn sorted_triples_taken_whole_equal_the_general_path() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |k: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % k
-        };
+        let mut rng = crate::test_rng::XorShift::new(0x2545_f491_4f6c_dd1d);
+        let mut next = |k: u64| rng.below(k);
         for (zeros, with_residuals) in [(0, false), (30, false), (30, true), (100, false)] {
             let (genes, samples) = (9usize, 40usize);
             let (mut cells, mut read, mut residuals) = (Vec::new(), Vec::new(), Vec::new());

@@ -215,16 +215,11 @@ mod tests {
 
     #[test]
     fn inversions_match_brute_force() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rng = crate::test_rng::XorShift::new(0x9e37_79b9_7f4a_7c15);
         for n in 0..300 {
             for modulus in [2u32, 7, 1000] {
                 let mut a: Vec<u32> = (0..n)
-                    .map(|_| {
-                        state ^= state << 13;
-                        state ^= state >> 7;
-                        state ^= state << 17;
-                        (state % u64::from(modulus)) as u32
-                    })
+                    .map(|_| rng.below(u64::from(modulus)) as u32)
                     .collect();
                 let expected = brute_inversions(&a);
                 let mut sorted = a.clone();

@@ -559,13 +559,8 @@ mod tests {
     #[test]
     fn regrouped_entries_equal_a_plain_grouping() {
         let (cells, genes) = (300usize, 37usize);
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::test_rng::XorShift::new(0x9E37_79B9_7F4A_7C15);
+        let mut next = || rng.next_u64();
         let (mut indptr, mut indices, mut values) = (vec![0i64], Vec::new(), Vec::new());
         for c in 0..cells {
             // Cells 10..20 empty; gene 5 never present.

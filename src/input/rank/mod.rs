@@ -663,13 +663,8 @@ mod tests {
     /// `tied_in_both` against a count over every sample pair.
     #[test]
     fn tied_in_both_counts_pairs_tied_in_both_genes() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |k: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % k
-        };
+        let mut rng = crate::test_rng::XorShift::new(0x9e37_79b9_7f4a_7c15);
+        let mut next = |k: u64| rng.below(k);
         for n in [1usize, 2, 7, 64, 131] {
             for levels in [2u64, 3, 17, 1 << 40] {
                 let genes = 5;
@@ -714,13 +709,8 @@ mod tests {
     /// ranked on their own.
     #[test]
     fn pair_stats_match_the_compacted_pair() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = |k: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % k
-        };
+        let mut rng = crate::test_rng::XorShift::new(0x2545_f491_4f6c_dd1d);
+        let mut next = |k: u64| rng.below(k);
         for n in [1usize, 2, 5, 63, 64, 65, 130] {
             for (levels, gaps) in [(1000, 10), (3, 10), (4, 2), (2, 50)] {
                 let genes = 6;

@@ -645,13 +645,8 @@ mod tests {
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn simd_popcounts_match_scalar_at_every_length() {
-        let mut state = 0x243f_6a88_85a3_08d3u64;
-        let mut word = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = crate::test_rng::XorShift::new(0x243f_6a88_85a3_08d3);
+        let mut word = move || rng.next_u64();
         let hs_words = avx2::HARLEY_SEAL_MIN_VECTORS * 4;
         assert!(
             hs_words < 640,

@@ -33,30 +33,10 @@ macro_rules! count_inversions_in {
     };
 }
 
+use crate::test_rng::XorShift as Rng;
+
 count_inversions_in!(count_inversions, u32, SENTINEL_COUNT_U32, count_u32);
 count_inversions_in!(count_inversions_u64, u64, SENTINEL_COUNT_U64, count_u64);
-
-/// xorshift64.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, m: u64) -> u64 {
-        self.next() % m
-    }
-
-    fn shuffle<T>(&mut self, a: &mut [T]) {
-        for k in (1..a.len()).rev() {
-            a.swap(k, self.below(k as u64 + 1) as usize);
-        }
-    }
-}
 
 /// Dense ranks of `x` (0 for the smallest distinct value).
 fn dense_ranks(x: &[u32]) -> Vec<u32> {
@@ -200,7 +180,7 @@ fn check_pair(kernels: &mut [Vse], u: &[u32], v: &[u32], expected: i64, what: &s
 
 #[test]
 fn numerator_matches_naive() {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     let sizes = (2..=70).chain([127, 128, 129, 310, 1000]);
     for n in sizes {
         let mut ks = kernels(n);
@@ -218,7 +198,7 @@ fn numerator_matches_naive() {
 
 #[test]
 fn special_inputs() {
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     for n in [
         2, 3, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 127, 128, 129, 310, 1000,
     ] {
@@ -277,7 +257,7 @@ fn bad_order_panics() {
 
 #[test]
 fn count_inversions_matches_brute_force() {
-    let mut rng = Rng(7);
+    let mut rng = Rng::new(7);
     for n in 0..300 {
         for modulus in [2u64, 7, 1000, 1 << 31, 1 << 32] {
             let a: Vec<u32> = (0..n).map(|_| rng.below(modulus) as u32).collect();
@@ -297,12 +277,12 @@ fn count_inversions_matches_brute_force() {
 
 #[test]
 fn count_inversions_u64_matches_brute_force() {
-    let mut rng = Rng(11);
+    let mut rng = Rng::new(11);
     for n in 0..200 {
         for modulus in [0u64, 3, 1000, 1 << 40, 1 << 63] {
             let a: Vec<u64> = (0..n)
                 .map(|_| match modulus {
-                    0 => rng.next(),
+                    0 => rng.next_u64(),
                     m => rng.below(m),
                 })
                 .collect();
@@ -322,17 +302,17 @@ fn count_inversions_u64_matches_brute_force() {
 
 #[test]
 fn sorting_full_range_keys() {
-    let mut rng = Rng(5);
+    let mut rng = Rng::new(5);
     for isa in isas() {
         for n in [16, 32, 48, 64, 80, 320, 1008] {
-            let a: Vec<u32> = (0..n).map(|_| rng.next() as u32 | (1 << 31)).collect();
+            let a: Vec<u32> = (0..n).map(|_| rng.next_u64() as u32 | (1 << 31)).collect();
             let mut buf = a.clone();
             let mut tmp = vec![0; n];
             let in_tmp = Ops::new(isa).sort_u32(&mut buf, &mut tmp);
             let mut sorted = a.clone();
             sorted.sort_unstable();
             assert_eq!(if in_tmp { &tmp } else { &buf }, &sorted, "{}", isa.name());
-            let a: Vec<u64> = (0..n).map(|_| rng.next()).collect();
+            let a: Vec<u64> = (0..n).map(|_| rng.next_u64()).collect();
             let mut buf = a.clone();
             let mut tmp = vec![0; n];
             let in_tmp = Ops::new(isa).sort_u64(&mut buf, &mut tmp);
@@ -346,7 +326,7 @@ fn sorting_full_range_keys() {
 #[test]
 fn large_n_u64_path() {
     let n = 70_000;
-    let mut rng = Rng(3);
+    let mut rng = Rng::new(3);
     let a: Vec<u64> = (0..n).map(|_| rng.below(n as u64)).collect();
     let mut reference = a.clone();
     let expected = merge_sort_inversions(&mut reference);
