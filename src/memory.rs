@@ -150,7 +150,7 @@ pub fn try_with_capacity<T>(capacity: usize, what: &str) -> Result<Vec<T>> {
 
 /// `ranges.last().end` values written part by part on rayon's threads,
 /// never zeroed first: part `k` (of `ranges`, consecutive from 0) is what
-/// `part(k)` yields, which must be exactly `ranges[k].len()` values.
+/// `part(k)` yields, at least `ranges[k].len()` values (more are not read).
 /// Allocated fallibly (see [`try_filled`]), with huge pages from
 /// [`HUGE_PAGES_FROM`] bytes on (as [`try_zeroed`]); its memory is first
 /// touched where the values are written. For a large array written whole:
@@ -213,7 +213,8 @@ impl ZeroBytes for i64 {}
 impl ZeroBytes for f32 {}
 impl ZeroBytes for f64 {}
 
-/// From this many bytes on, [`try_zeroed`] asks for huge pages.
+/// From this many bytes on, [`try_zeroed`] and [`try_written_in_parts`] ask
+/// for huge pages.
 const HUGE_PAGES_FROM: usize = 8 << 20;
 
 /// `len` zeros, allocated fallibly (see [`try_filled`]) and zeroed by the
@@ -317,8 +318,8 @@ mod tests {
 
     #[test]
     fn vectors_written_in_parts_hold_every_part_in_order() {
-        // Parts of 0 to 40 values, past the huge-page threshold in the
-        // last case (8 MiB of u16).
+        // Parts of 0 to 40 values; then two parts of 40 MiB in all, past
+        // the huge-page threshold.
         for total_parts in [0usize, 1, 7, 1000] {
             let lens: Vec<usize> = (0..total_parts).map(|k| (k * 7919) % 41).collect();
             let mut ranges = Vec::new();

@@ -1,5 +1,6 @@
-//! A small deterministic generator for the unit tests (xorshift64): every
-//! test that draws data draws it from here, so that a failure repeats.
+//! A small deterministic generator for the unit tests (xorshift64), one
+//! for every test that draws its data by xorshift, seeded so that a
+//! failure repeats.
 
 /// Marsaglia's xorshift64 (shifts 13, 7, 17), from a non-zero seed.
 pub(crate) struct XorShift(u64);

@@ -284,8 +284,8 @@ impl SparseValues {
         let nonzero = |k: usize| values[k] != 0.0 || residual(k) != 0;
         reservation.try_grow(cells.len().saturating_mul(2 * size_of::<u32>()))?;
         let order = if cells.is_sorted_by(|a, b| a < b) {
-            // Already by gene, then sample (as a 10x directory's and
-            // Python's triples come): no sort.
+            // Already by gene, then sample: no sort (a long input's rows
+            // in this order take `from_sorted_triples` instead).
             let mut start = vec![0usize; genes + 1];
             for &(g, _) in cells {
                 start[g as usize + 1] += 1;
@@ -340,10 +340,11 @@ impl SparseValues {
     /// `(gene, sample)` order (so no sample twice), taking their arrays: the
     /// non-zero rows are moved to the front (nothing moves when none is 0),
     /// the samples taken out of `cells` where they are, so nothing of the
-    /// rows' size is allocated. On return `reservation` holds
-    /// [`SparseValues::heap_bytes`] (the arrays were accounted by whoever
-    /// filled them). Rows out of order are an internal error: the caller
-    /// checks the order ([`SparseValues::from_triples`] takes any).
+    /// rows' size is allocated (giving back their spare room may move
+    /// them). On return `reservation` holds [`SparseValues::heap_bytes`]:
+    /// the caller releases what it had reserved for the arrays. Rows out
+    /// of order are an internal error: the caller checks the order
+    /// ([`SparseValues::from_triples`] takes any).
     pub fn from_sorted_triples(
         genes: usize,
         mut cells: Vec<(u32, u32)>,
@@ -355,7 +356,9 @@ impl SparseValues {
             && (residuals.is_empty() || residuals.len() == cells.len())
             && cells.last().is_none_or(|&(g, _)| (g as usize) < genes);
         if !shaped || !cells.is_sorted_by(|a, b| a < b) {
-            return internal_err!("sorted triples: rows out of (gene, sample) order");
+            return internal_err!(
+                "sorted triples: arrays of different lengths, or rows out of (gene, sample) order"
+            );
         }
         if residuals.iter().all(|&r| r == 0) {
             residuals = Vec::new();

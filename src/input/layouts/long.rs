@@ -440,11 +440,13 @@ pub(in crate::input) fn load_long(
             samples.index.clear();
         }
         let sparse = if cells.is_sorted_by(|a, b| a < b) {
-            // Rows by gene, then sample (as a 10x directory's, Python's
-            // and most files' come): their arrays become the matrix's.
+            // Rows by gene, then sample (as most files come): their arrays
+            // become the matrix's, and move from `scratch` (which keeps the
+            // ids) to the matrix's reservation.
+            scratch.shrink_to(ids_held);
             SparseValues::from_sorted_triples(m, cells, read, read_residuals, &mut reservation)?
         } else {
-            match SparseValues::from_triples(
+            let sparse = match SparseValues::from_triples(
                 (m, n),
                 &cells,
                 &read,
@@ -458,7 +460,9 @@ pub(in crate::input) fn load_long(
                         "{problem}; with layout 'long' a gene has at most one row per sample"
                     )));
                 }
-            }
+            };
+            drop((cells, read, read_residuals));
+            sparse
         };
         return Ok(ExpressionMatrix::from_sparse(
             StringArray::from_iter_values(&genes.names),
@@ -510,7 +514,7 @@ pub(in crate::input) fn load_long(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::arrow::array::StringViewArray;
+    use datafusion::arrow::array::{StringViewArray, StringViewBuilder};
     use datafusion::arrow::datatypes::{Field, Schema};
 
     /// Ids read from string views (runs recognised by their views) are
@@ -548,6 +552,15 @@ mod tests {
         let views = number(Arc::new(StringViewArray::from_iter_values(ids)));
         let strings = number(Arc::new(StringArray::from_iter_values(ids)));
         assert_eq!(views, strings);
+        // A long id written once, its repeats sharing its bytes (equal
+        // views), as a reader that deduplicates writes them.
+        let mut shared = StringViewBuilder::new().with_deduplicate_strings();
+        for id in ids {
+            shared.append_value(id);
+        }
+        let shared = shared.finish();
+        assert_eq!(shared.views()[2], shared.views()[3]);
+        assert_eq!(number(Arc::new(shared)), strings);
         assert_eq!(views.0, vec![0, 0, 1, 1, 2, 1, 0, 2, 3, 3, 4]);
     }
 }
