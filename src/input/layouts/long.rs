@@ -200,47 +200,49 @@ impl IdIndex {
                 let text = column.as_string_view();
                 // Equal views are equal ids (an id of up to 12 bytes is
                 // held in its view, a longer one names the same bytes of
-                // the same buffer): a run of one id (a file sorted by gene)
-                // is recognised without reading its bytes.
-                let mut numbers = Vec::with_capacity(text.len());
-                let mut last: Option<(u128, u32)> = None;
-                for (r, &view) in text.views().iter().enumerate() {
-                    let k = match last {
-                        Some((previous, k)) if previous == view => k,
-                        _ => self.number(text.value(r), role, what)?,
-                    };
-                    last = Some((view, k));
-                    numbers.push(k);
-                }
-                Ok(numbers)
+                // the same buffer): runs are found without reading bytes.
+                let views = text.views();
+                self.number_strings(text.len(), |r| views[r], |r| text.value(r), [role, what])
             }
             DataType::LargeUtf8 => {
                 let text = column.as_string::<i64>();
-                self.number_strings(text.len(), |r| text.value(r), [role, what])
+                self.number_strings(
+                    text.len(),
+                    |r| text.value(r),
+                    |r| text.value(r),
+                    [role, what],
+                )
             }
             _ => {
                 let text = cast(column, &DataType::Utf8)?;
                 let text = text.as_string::<i32>();
-                self.number_strings(text.len(), |r| text.value(r), [role, what])
+                self.number_strings(
+                    text.len(),
+                    |r| text.value(r),
+                    |r| text.value(r),
+                    [role, what],
+                )
             }
         }
     }
 
     /// The numbers of `rows` ids `id(r)`: a run of rows with one id (a
-    /// file sorted by gene) is looked up once.
-    fn number_strings<'a>(
+    /// file sorted by gene) is looked up once, rows of equal `same(r)`
+    /// being taken as one id (the text itself, or a string view).
+    fn number_strings<'a, K: PartialEq>(
         &mut self,
         rows: usize,
+        same: impl Fn(usize) -> K,
         id: impl Fn(usize) -> &'a str,
         [role, what]: [&str; 2],
     ) -> Result<Vec<u32>> {
         let mut numbers = Vec::with_capacity(rows);
-        let mut last: Option<(&str, u32)> = None;
+        let mut last: Option<(K, u32)> = None;
         for r in 0..rows {
-            let key = id(r);
-            let k = match last {
-                Some((previous, k)) if previous == key => k,
-                _ => self.number(key, role, what)?,
+            let key = same(r);
+            let k = match &last {
+                Some((previous, k)) if *previous == key => *k,
+                _ => self.number(id(r), role, what)?,
             };
             last = Some((key, k));
             numbers.push(k);
