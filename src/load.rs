@@ -251,37 +251,40 @@ impl<T: Send + Sync + 'static> SharedLoad<T> {
 }
 
 thread_local! {
-    /// The stop flag of the load running on this thread, if any.
-    static STOP: RefCell<Option<Arc<AtomicBool>>> = const { RefCell::new(None) };
+    /// The stop flags of the load running on this thread, if any: the
+    /// load's own, then (on the threads of [`join`]) the flag the two
+    /// halves share.
+    static STOP: RefCell<Vec<Arc<AtomicBool>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with `flags` as this thread's stop flags (read by [`checkpoint`]).
+fn with_stop_flags<R>(flags: Vec<Arc<AtomicBool>>, f: impl FnOnce() -> R) -> R {
+    struct Reset(Vec<Arc<AtomicBool>>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let previous = std::mem::take(&mut self.0);
+            STOP.with(|s| *s.borrow_mut() = previous);
+        }
+    }
+    let _reset = Reset(STOP.with(|s| std::mem::replace(&mut *s.borrow_mut(), flags)));
+    f()
 }
 
 /// Runs `f` with `flag` as this thread's stop flag (read by [`checkpoint`]).
 fn with_stop_flag<R>(flag: &Arc<AtomicBool>, f: impl FnOnce() -> R) -> R {
-    struct Reset(Option<Arc<AtomicBool>>);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            let previous = self.0.take();
-            STOP.with(|s| *s.borrow_mut() = previous);
-        }
-    }
-    let _reset = Reset(STOP.with(|s| s.borrow_mut().replace(Arc::clone(flag))));
-    f()
+    with_stop_flags(vec![Arc::clone(flag)], f)
 }
 
 /// Whether the load running on this thread has been asked to stop (false
 /// outside a load, e.g. on a query's streams).
 pub fn stop_requested() -> bool {
-    STOP.with(|s| {
-        s.borrow()
-            .as_ref()
-            .is_some_and(|f| f.load(Ordering::Relaxed))
-    })
+    STOP.with(|s| s.borrow().iter().any(|f| f.load(Ordering::Relaxed)))
 }
 
 /// The stop flag of the load running on this thread (`None` outside a
 /// load), for work the load hands to other threads (rayon's).
 pub fn stop_flag() -> Option<Arc<AtomicBool>> {
-    STOP.with(|s| s.borrow().clone())
+    STOP.with(|s| s.borrow().first().cloned())
 }
 
 /// An error when the load running on this thread has been asked to stop:
@@ -293,6 +296,80 @@ pub fn checkpoint() -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// Runs `a` on this thread and `b` at the same time on a thread of its own
+/// (two inputs of one query read side by side), both under this thread's
+/// stop flags. When one fails, the other is asked to stop at its next
+/// [`checkpoint`], and the first failure is returned; a panic in `b` is an
+/// error. Returns when both have ended, so that nothing `b` holds outlives
+/// the call. When no thread can be started, `b` runs after `a` here.
+pub fn join<A, B>(
+    a: impl FnOnce() -> Result<A>,
+    b: impl FnOnce() -> Result<B> + Send,
+) -> Result<(A, B)>
+where
+    B: Send,
+{
+    // Set by the first of the two to fail: the other stops.
+    let failed = Arc::new(AtomicBool::new(false));
+    let mut flags = STOP.with(|s| s.borrow().clone());
+    flags.push(Arc::clone(&failed));
+    let b_flags = flags.clone();
+    let run_b = move || {
+        with_stop_flags(b_flags, || {
+            catch_unwind(AssertUnwindSafe(b)).unwrap_or_else(|panic| {
+                Err(DataFusionError::Execution(format!(
+                    "loading an input panicked: {}",
+                    crate::input::panic_message(&*panic)
+                )))
+            })
+        })
+    };
+    // `b` is kept in a slot it is taken from, so that it can still run
+    // here when the thread cannot be started.
+    let slot = Mutex::new(Some(run_b));
+    let ((a, a_first), (b, _)) = std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("kendall-load".to_string())
+            .spawn_scoped(scope, || {
+                let run_b = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+                run_b.map(|run| settle(&failed, run()))
+            });
+        let a = settle(&failed, with_stop_flags(flags, a));
+        let b = match spawned {
+            Ok(handle) => handle.join().ok().flatten(),
+            Err(_) => None,
+        };
+        let b = b.unwrap_or_else(|| {
+            let run_b = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            match run_b {
+                Some(run) => settle(&failed, run()),
+                None => settle(
+                    &failed,
+                    Err(DataFusionError::Execution(
+                        "loading an input ended without a result".to_string(),
+                    )),
+                ),
+            }
+        });
+        (a, b)
+    });
+    match (a, b) {
+        (Ok(a), Ok(b)) => Ok((a, b)),
+        (Err(e), Ok(_)) | (Ok(_), Err(e)) => Err(e),
+        (Err(a), Err(b)) => Err(if a_first { a } else { b }),
+    }
+}
+
+/// `result`, and whether it is the first failure of a [`join`] (`failed`
+/// set by this call: the other half is then asked to stop).
+fn settle<T>(failed: &AtomicBool, result: Result<T>) -> (Result<T>, bool) {
+    let first = result.is_err()
+        && failed
+            .compare_exchange(false, true, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok();
+    (result, first)
 }
 
 #[cfg(test)]
@@ -343,5 +420,64 @@ mod tests {
             assert!(err.to_string().contains("bad row"), "{err}");
         }
         assert_eq!(builds.load(Ordering::Relaxed), 1, "the error is kept");
+    }
+
+    /// Waits (checking the stop flags) until this half is asked to stop;
+    /// fails the test after 10 s.
+    fn until_stopped() -> Result<u8> {
+        let start = std::time::Instant::now();
+        while start.elapsed() < std::time::Duration::from_secs(10) {
+            checkpoint()?;
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        panic!("never asked to stop");
+    }
+
+    #[test]
+    fn join_runs_both_halves_and_reports_the_first_failure() {
+        let both = join(|| Ok(1u8), || Ok("two")).unwrap();
+        assert_eq!(both, (1, "two"));
+        // The second half runs on a thread of its own.
+        let here = std::thread::current().id();
+        let (_, there) = join(|| Ok(()), || Ok(std::thread::current().id())).unwrap();
+        assert_ne!(here, there);
+
+        // One half fails: the other is stopped, and the failure reported.
+        let err = join(until_stopped, || -> Result<u8> {
+            Err(DataFusionError::Execution("bad right row".into()))
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("bad right row"), "{err}");
+        let err = join(
+            || -> Result<u8> { Err(DataFusionError::Execution("bad left row".into())) },
+            until_stopped,
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("bad left row"), "{err}");
+
+        // A panic in the second half is an error.
+        let err = join(|| Ok(1u8), || -> Result<u8> { panic!("torn file") }).unwrap_err();
+        assert!(err.to_string().contains("torn file"), "{err}");
+    }
+
+    #[test]
+    fn join_passes_the_load_stop_flag_to_both_halves() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&stop);
+        let err = with_stop_flag(&stop, || {
+            join(
+                || {
+                    // This thread's flag is the load's own.
+                    assert!(Arc::ptr_eq(&stop_flag().unwrap(), &flag));
+                    flag.store(true, Ordering::Relaxed);
+                    until_stopped()
+                },
+                until_stopped,
+            )
+        })
+        .unwrap_err();
+        assert!(err.to_string().contains("cancelled"), "{err}");
+        // Outside, nothing is left of the flags.
+        assert!(stop_flag().is_none() && !stop_requested());
     }
 }

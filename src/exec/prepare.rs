@@ -64,20 +64,25 @@ pub(super) fn prepare(
     (wants_p, wants_q): (bool, bool),
     memory: &QueryMemory,
 ) -> Result<Prepared> {
-    let loaded = input::load(spec, batches, memory)?;
-    checkpoint()?;
     // kendall_cross_pairs: the right genes below the left ones, on the
-    // samples both have.
+    // samples both have. The two inputs are read side by side.
     let (loaded, cross) = match right {
         Some((right_spec, right_batches)) => {
-            let right = input::load(right_spec, right_batches, memory)?;
+            let (loaded, right) = crate::load::join(
+                || input::load(spec, batches, memory),
+                || input::load(right_spec, right_batches, memory),
+            )?;
             checkpoint()?;
             let left_genes = loaded.genes.len();
             let stacked = input::stack::stack(loaded, spec, right, right_spec, memory)?;
             let right_genes = stacked.genes.len() - left_genes;
             (stacked, Some((left_genes, right_genes)))
         }
-        None => (loaded, None),
+        None => {
+            let loaded = input::load(spec, batches, memory)?;
+            checkpoint()?;
+            (loaded, None)
+        }
     };
     // Listwise deletion: only samples every gene (of both sides) has.
     let mut loaded = loaded;
