@@ -3,8 +3,8 @@
 //! All pairs: the partition's contiguous range of tile ids, each tile in
 //! blocks of up to [`BLOCK_ROWS`] rows × columns, rows without ties first (so
 //! the bitset kernel's tie-free path covers every pair it can). Gene-targeted
-//! queries: only the pairs that touch the anchor genes of a pushed-down gene
-//! filter, cut into runs so that every partition gets the same number of
+//! queries (all or cross pairs): only the pairs that touch the anchor genes
+//! of a pushed-down gene filter, cut into runs so that every partition gets the same number of
 //! pairs (within one). Candidate lists: the listed pairs, sorted by their
 //! first gene, a contiguous run of them per partition, in blocks of one
 //! first gene against its listed partners. The caller sizes each block by the pairs it may take
@@ -100,8 +100,21 @@ impl WorkSplit {
     /// The pairs touching `anchor_i` as `gene_i` or `anchor_j` as `gene_j`
     /// (gene positions): partition `p` of `P` gets the pairs
     /// `[T·p/P, T·(p+1)/P)` of the `T` in order, an anchor's pairs cut
-    /// into runs where a share ends.
-    pub fn anchors(genes: usize, anchor_i: &[u32], anchor_j: &[u32], partitions: usize) -> Self {
+    /// into runs where a share ends. The pairs are those of the upper
+    /// triangle, or with `cross = Some(left)` those of the left genes
+    /// `0..left` with the right genes `left..genes` (then `anchor_i` must
+    /// be left genes and `anchor_j` right ones).
+    pub fn anchors(
+        genes: usize,
+        anchor_i: &[u32],
+        anchor_j: &[u32],
+        cross: Option<usize>,
+        partitions: usize,
+    ) -> Self {
+        debug_assert!(cross.is_none_or(|left| {
+            anchor_i.iter().all(|&g| (g as usize) < left)
+                && anchor_j.iter().all(|&g| (g as usize) >= left)
+        }));
         let mut is_i = vec![false; genes];
         for &g in anchor_i {
             is_i[g as usize] = true;
@@ -111,19 +124,21 @@ impl WorkSplit {
         for &x in &is_i {
             free_before.push(free_before.last().unwrap() + u32::from(!x));
         }
+        // An `I` anchor's partners: the genes after it (the right genes of
+        // cross pairs); a `J` anchor's: those before it (the left genes).
         let runs = anchor_i
             .iter()
             .map(|&g| AnchorRun {
                 gene: g,
                 side: Side::I,
-                start: g + 1,
+                start: cross.map_or(g + 1, |left| left as u32),
                 end: genes as u32,
             })
             .chain(anchor_j.iter().map(|&g| AnchorRun {
                 gene: g,
                 side: Side::J,
                 start: 0,
-                end: g,
+                end: cross.map_or(g, |left| left as u32),
             }));
         let pairs_of = |r: &AnchorRun| -> u64 {
             match r.side {
@@ -579,7 +594,7 @@ mod tests {
             (vec![], vec![3, 8]),
         ] {
             for parts in [1, 2, 4] {
-                let split = WorkSplit::anchors(9, &ai, &aj, parts);
+                let split = WorkSplit::anchors(9, &ai, &aj, None, parts);
                 let pairs = visit(&split, &m, parts);
                 let unique: BTreeSet<_> = pairs.iter().copied().collect();
                 assert_eq!(unique.len(), pairs.len(), "duplicates");
@@ -588,6 +603,40 @@ mod tests {
                     .filter(|(i, j)| ai.contains(i) || aj.contains(j))
                     .collect();
                 assert_eq!(unique, expected, "{ai:?} {aj:?} parts {parts}");
+            }
+        }
+    }
+
+    #[test]
+    fn cross_anchors_visit_exactly_the_touching_left_right_pairs_balanced() {
+        let (left, right) = (7u32, 9u32);
+        let genes = (left + right) as usize;
+        let m = RankedMatrix::from_values(genes, 2, &vec![0.0; genes * 2]);
+        for (ai, aj) in [
+            (vec![2u32], vec![]),
+            (vec![], vec![7u32]),
+            (vec![0, 6], vec![8, 15]),
+            (vec![3], vec![10]),
+            (vec![0, 1, 2, 3, 4, 5, 6], vec![7]),
+        ] {
+            for parts in [1usize, 2, 3, 4, 7, 40] {
+                let split = WorkSplit::anchors(genes, &ai, &aj, Some(left as usize), parts);
+                let visited = visit_parts(&split, &m, parts);
+                let pairs = visited.concat();
+                let unique: BTreeSet<_> = pairs.iter().copied().collect();
+                assert_eq!(unique.len(), pairs.len(), "duplicates");
+                let expected: BTreeSet<(u32, u32)> = (0..left)
+                    .flat_map(|i| (left..left + right).map(move |j| (i, j)))
+                    .filter(|(i, j)| ai.contains(i) || aj.contains(j))
+                    .collect();
+                assert_eq!(unique, expected, "{ai:?} {aj:?} parts {parts}");
+                assert_eq!(split.total_pairs(), expected.len() as u64);
+                let total = pairs.len();
+                let (lo, hi) = (total / parts, total.div_ceil(parts));
+                assert!(
+                    visited.iter().all(|v| v.len() >= lo && v.len() <= hi),
+                    "{ai:?} {aj:?} over {parts}"
+                );
             }
         }
     }
@@ -603,7 +652,7 @@ mod tests {
             (vec![10], vec![]),
         ] {
             for parts in [1usize, 2, 3, 4, 7, 16] {
-                let split = WorkSplit::anchors(genes, &ai, &aj, parts);
+                let split = WorkSplit::anchors(genes, &ai, &aj, None, parts);
                 let per: Vec<usize> = visit_parts(&split, &m, parts)
                     .iter()
                     .map(Vec::len)

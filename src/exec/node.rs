@@ -300,8 +300,8 @@ impl DisplayAs for KendallExec {
         }
         if let Some(p) = &c.gene_predicate {
             write!(f, "{sep}gene_filter{eq}{p}")?;
-            // Cross pairs walk their rectangle, gene filter or not.
-            if p.anchors().is_some() && self.right.is_none() {
+            // A candidate list walks its pairs, gene filter or not.
+            if p.anchors().is_some() && self.pair_list.is_none() {
                 write!(f, "{sep}pairs{eq}touching")?;
             }
         }

@@ -8,12 +8,15 @@
 //! right matrix's genes are stacked below the left one's, each on the
 //! shared samples in the left matrix's order (`input::stack`), and the work
 //! is the rectangle of left × right pairs ([`WorkSplit::cross`]), split over
-//! the partitions by pair count. Everything else — kernels, missing values,
+//! the partitions by pair count, or, under a gene filter that bounds the
+//! genes a pair touches, only those of its pairs ([`WorkSplit::anchors`]).
+//! Everything else — kernels, missing values,
 //! p-values, q-values (whose family is then the left × right pairs),
 //! filters — is `kendall_all_pairs`'s own. A gene id may appear on both
 //! sides (the same gene measured twice); it must be unique within a side.
 //!
 //! [`WorkSplit::cross`]: crate::work::WorkSplit::cross
+//! [`WorkSplit::anchors`]: crate::work::WorkSplit::anchors
 
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -89,10 +92,9 @@ impl KendallFunction for KendallCrossPairs {
         let mut config = left.config;
         config.gene_ids = call.gene_ids;
         // The shape of the two matrices together is known once both are
-        // loaded (the shared samples); gene filters are applied to each pair
-        // (no gene-targeted walk).
+        // loaded (the shared samples). Gene filters that bound the genes a
+        // pair touches walk only those pairs, as for all pairs.
         config.planned_kernel = None;
-        config.kernel.anchors = None;
         Ok(PlannedCall {
             spec: left.spec,
             input: left.input,

@@ -198,3 +198,99 @@ async fn cross_pair_errors() {
     .await;
     common::assert_contains(&msg, &["genes_as_columns", "matched by name"]);
 }
+
+/// `(gene_i, gene_j, tau, p_value, q_value)` of every row, the floats as
+/// bits, sorted.
+async fn rows_of(
+    ctx: &datafusion::prelude::SessionContext,
+    sql: &str,
+) -> Vec<(String, String, [u64; 3])> {
+    let mut rows = Vec::new();
+    for b in &run(ctx, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}")) {
+        let (gi, gj) = (
+            b.column(0).as_string::<i32>(),
+            b.column(1).as_string::<i32>(),
+        );
+        let float =
+            |c: usize, r: usize| b.column(c).as_primitive::<Float64Type>().value(r).to_bits();
+        for r in 0..b.num_rows() {
+            rows.push((
+                gi.value(r).to_string(),
+                gj.value(r).to_string(),
+                [float(2, r), float(3, r), float(4, r)],
+            ));
+        }
+    }
+    rows.sort();
+    rows
+}
+
+#[tokio::test]
+async fn gene_filters_walk_only_the_touching_cross_pairs() {
+    let select = format!(
+        "SELECT gene_i, gene_j, tau, p_value, q_value FROM kendall_cross_pairs('{LEFT}', '{RIGHT}')"
+    );
+    // 1007_s_at is a left and a right gene.
+    let (a, b, c) = ("1007_s_at", "1053_at", "200011_s_at");
+    type Keep = Box<dyn Fn(&str, &str) -> bool>;
+    let cases: Vec<(String, Keep, usize)> = vec![
+        (format!("gene_i = '{b}'"), Box::new(move |i, _| i == b), 21),
+        (format!("gene_j = '{c}'"), Box::new(move |_, j| j == c), 30),
+        (
+            format!("gene_i = '{a}' OR gene_j = '{a}'"),
+            Box::new(move |i, j| i == a || j == a),
+            21 + 30 - 1,
+        ),
+        (
+            format!("gene_j IN ('200010_at', '{a}') AND gene_i <> '117_at'"),
+            Box::new(move |i, j| (j == "200010_at" || j == a) && i != "117_at"),
+            60,
+        ),
+        (
+            format!("gene_i IN ('{b}', '121_at') AND gene_j = '{c}'"),
+            Box::new(move |i, j| (i == b || i == "121_at") && j == c),
+            30,
+        ),
+        (
+            format!("NOT gene_i = '{b}'"),
+            Box::new(move |i, _| i != b),
+            630,
+        ),
+        (
+            "gene_i = 'NO_SUCH_GENE'".to_string(),
+            Box::new(|_, _| false),
+            0,
+        ),
+    ];
+    for partitions in [1, 3] {
+        let ctx = ctx(partitions);
+        let everything = rows_of(&ctx, &select).await;
+        assert_eq!(everything.len(), 630);
+        for (predicate, keep, computed) in &cases {
+            let sql = format!("{select} WHERE {predicate}");
+            // The same rows, tau, p- and q-values (over all 630 pairs) as
+            // filtering every pair afterwards.
+            let expected: Vec<_> = everything
+                .iter()
+                .filter(|(i, j, _)| keep(i, j))
+                .cloned()
+                .collect();
+            assert_eq!(rows_of(&ctx, &sql).await, expected, "{predicate}");
+            // Only the pairs the filter bounds are computed (q-values count
+            // every pair in a pass of their own, not in pairs_computed).
+            let plan = common::plan(&ctx, &format!("EXPLAIN ANALYZE {sql}")).await;
+            assert!(!plan.contains("FilterExec"), "{predicate}:\n{plan}");
+            assert!(
+                plan.contains(&format!("pairs_computed={computed},"))
+                    || plan.contains(&format!("pairs_computed={computed}]")),
+                "{predicate}: want {computed} pairs computed:\n{plan}"
+            );
+            let touching = *computed < 630;
+            assert_eq!(
+                plan.contains("pairs=touching"),
+                touching,
+                "{predicate}:\n{plan}"
+            );
+        }
+    }
+}
