@@ -300,10 +300,13 @@ pub fn checkpoint() -> Result<()> {
 
 /// Runs `a` on this thread and `b` at the same time on a thread of its own
 /// (two inputs of one query read side by side), both under this thread's
-/// stop flags. When one fails, the other is asked to stop at its next
-/// [`checkpoint`], and the first failure is returned; a panic in `b` is an
-/// error. Returns when both have ended, so that nothing `b` holds outlives
-/// the call. When no thread can be started, `b` runs after `a` here.
+/// stop flags, `b` inside this thread's Tokio runtime (when it is in one),
+/// so that plans that start tasks when they are executed can. When one
+/// fails, the other is asked to stop at its next [`checkpoint`], and the
+/// first failure is returned; a panic in either is an error. Returns when
+/// both have ended, so that nothing `b` holds outlives the call. When no
+/// thread can be started, `b` runs after `a` here (not at all if `a`
+/// failed).
 pub fn join<A, B>(
     a: impl FnOnce() -> Result<A>,
     b: impl FnOnce() -> Result<B> + Send,
@@ -315,43 +318,33 @@ where
     let failed = Arc::new(AtomicBool::new(false));
     let mut flags = STOP.with(|s| s.borrow().clone());
     flags.push(Arc::clone(&failed));
+    let runtime = tokio::runtime::Handle::try_current().ok();
     let b_flags = flags.clone();
     let run_b = move || {
-        with_stop_flags(b_flags, || {
-            catch_unwind(AssertUnwindSafe(b)).unwrap_or_else(|panic| {
-                Err(DataFusionError::Execution(format!(
-                    "loading an input panicked: {}",
-                    crate::input::panic_message(&*panic)
-                )))
-            })
-        })
+        let _runtime = runtime.as_ref().map(|r| r.enter());
+        guarded(b_flags, b)
     };
     // `b` is kept in a slot it is taken from, so that it can still run
     // here when the thread cannot be started.
     let slot = Mutex::new(Some(run_b));
+    let take = || slot.lock().unwrap_or_else(|e| e.into_inner()).take();
     let ((a, a_first), (b, _)) = std::thread::scope(|scope| {
         let spawned = std::thread::Builder::new()
             .name("kendall-load".to_string())
-            .spawn_scoped(scope, || {
-                let run_b = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-                run_b.map(|run| settle(&failed, run()))
-            });
-        let a = settle(&failed, with_stop_flags(flags, a));
+            .spawn_scoped(scope, || take().map(|run| settle(&failed, run())));
+        let a = settle(&failed, guarded(flags, a));
         let b = match spawned {
             Ok(handle) => handle.join().ok().flatten(),
             Err(_) => None,
         };
-        let b = b.unwrap_or_else(|| {
-            let run_b = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-            match run_b {
-                Some(run) => settle(&failed, run()),
-                None => settle(
-                    &failed,
-                    Err(DataFusionError::Execution(
-                        "loading an input ended without a result".to_string(),
-                    )),
-                ),
-            }
+        let b = b.unwrap_or_else(|| match take() {
+            Some(run) if !failed.load(Ordering::Relaxed) => settle(&failed, run()),
+            _ => settle(
+                &failed,
+                Err(DataFusionError::Execution(
+                    "loading an input ended without a result".to_string(),
+                )),
+            ),
         });
         (a, b)
     });
@@ -360,6 +353,18 @@ where
         (Err(e), Ok(_)) | (Ok(_), Err(e)) => Err(e),
         (Err(a), Err(b)) => Err(if a_first { a } else { b }),
     }
+}
+
+/// `f` under the stop flags `flags`, a panic in it an error.
+fn guarded<T>(flags: Vec<Arc<AtomicBool>>, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    with_stop_flags(flags, || {
+        catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+            Err(DataFusionError::Execution(format!(
+                "loading an input panicked: {}",
+                crate::input::panic_message(&*panic)
+            )))
+        })
+    })
 }
 
 /// `result`, and whether it is the first failure of a [`join`] (`failed`
@@ -455,9 +460,25 @@ mod tests {
         .unwrap_err();
         assert!(err.to_string().contains("bad left row"), "{err}");
 
-        // A panic in the second half is an error.
+        // A panic in either half is an error, and stops the other.
         let err = join(|| Ok(1u8), || -> Result<u8> { panic!("torn file") }).unwrap_err();
         assert!(err.to_string().contains("torn file"), "{err}");
+        let err = join(|| -> Result<u8> { panic!("torn left file") }, until_stopped).unwrap_err();
+        assert!(err.to_string().contains("torn left file"), "{err}");
+
+        // The second half runs inside this thread's runtime, if any.
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let inside = runtime.block_on(async {
+            tokio::task::spawn_blocking(|| {
+                join(
+                    || Ok(()),
+                    || Ok(tokio::runtime::Handle::try_current().is_ok()),
+                )
+            })
+            .await
+            .unwrap()
+        });
+        assert!(inside.unwrap().1);
     }
 
     #[test]

@@ -54,6 +54,11 @@ impl QueryMemory {
         )
     }
 
+    /// Whether the pool has a limit (`datafusion.runtime.memory_limit`).
+    pub fn is_limited(&self) -> bool {
+        matches!(self.pool.memory_limit(), MemoryLimit::Finite(_))
+    }
+
     /// A reservation of `bytes` for `what` (e.g. "input values"), registered
     /// as its own consumer of the pool; a clear "Resources exhausted" error
     /// when the pool cannot grant it.

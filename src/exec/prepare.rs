@@ -65,13 +65,20 @@ pub(super) fn prepare(
     memory: &QueryMemory,
 ) -> Result<Prepared> {
     // kendall_cross_pairs: the right genes below the left ones, on the
-    // samples both have. The two inputs are read side by side.
+    // samples both have. The two inputs are read side by side, or, under a
+    // memory limit, one after the other (what reading one holds is then
+    // freed before the other is read).
     let (loaded, cross) = match right {
         Some((right_spec, right_batches)) => {
-            let (loaded, right) = crate::load::join(
-                || input::load(spec, batches, memory),
-                || input::load(right_spec, right_batches, memory),
-            )?;
+            let left = || input::load(spec, batches, memory);
+            let right = || input::load(right_spec, right_batches, memory);
+            let (loaded, right) = if memory.is_limited() {
+                let loaded = left()?;
+                checkpoint()?;
+                (loaded, right()?)
+            } else {
+                crate::load::join(left, right)?
+            };
             checkpoint()?;
             let left_genes = loaded.genes.len();
             let stacked = input::stack::stack(loaded, spec, right, right_spec, memory)?;

@@ -276,6 +276,21 @@ async fn gene_filters_walk_only_the_touching_cross_pairs() {
                 .cloned()
                 .collect();
             assert_eq!(rows_of(&ctx, &sql).await, expected, "{predicate}");
+            // Without q-values the kernel is chosen for the bounded pairs
+            // (vse for a few genes' partners): the same bits.
+            let without_q = format!(
+                "SELECT gene_i, gene_j, tau, p_value, tau AS again \
+                 FROM kendall_cross_pairs('{LEFT}', '{RIGHT}') WHERE {predicate}"
+            );
+            let expected_without_q: Vec<_> = expected
+                .iter()
+                .map(|(i, j, [t, p, _])| (i.clone(), j.clone(), [*t, *p, *t]))
+                .collect();
+            assert_eq!(
+                rows_of(&ctx, &without_q).await,
+                expected_without_q,
+                "{predicate}"
+            );
             // Only the pairs the filter bounds are computed (q-values count
             // every pair in a pass of their own, not in pairs_computed).
             let plan = common::plan(&ctx, &format!("EXPLAIN ANALYZE {sql}")).await;
@@ -293,4 +308,50 @@ async fn gene_filters_walk_only_the_touching_cross_pairs() {
             );
         }
     }
+}
+
+/// A right source whose plan starts tasks when it is executed (a view with
+/// a LIMIT over a table of two partitions: its partitions are merged by
+/// tasks) reads as the left one does, on the thread that reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_right_view_over_partitions_reads_as_a_file() {
+    let ctx = ctx(2);
+    let right = run(&ctx, &format!("SELECT * FROM '{RIGHT}'"))
+        .await
+        .unwrap();
+    let rows: Vec<_> = right
+        .iter()
+        .flat_map(|b| (0..b.num_rows()).map(move |r| b.slice(r, 1)))
+        .collect();
+    let half = rows.len() / 2;
+    let table = MemTable::try_new(
+        rows[0].schema(),
+        vec![rows[..half].to_vec(), rows[half..].to_vec()],
+    )
+    .unwrap();
+    ctx.register_table("right_parts", Arc::new(table)).unwrap();
+    run(
+        &ctx,
+        "CREATE VIEW right_view AS SELECT * FROM right_parts LIMIT 1000",
+    )
+    .await
+    .unwrap();
+    let plan = common::plan(&ctx, "EXPLAIN SELECT * FROM right_view").await;
+    assert!(plan.contains("CoalescePartitionsExec"), "{plan}");
+    let sql = |right: &str| {
+        format!(
+            "SELECT gene_i, gene_j, tau, p_value, n FROM kendall_cross_pairs('{LEFT}', '{right}')"
+        )
+    };
+    let expected = sorted_bits(&run(&ctx, &sql(RIGHT)).await.unwrap());
+    let got = sorted_bits(&run(&ctx, &sql("right_view")).await.unwrap());
+    assert_eq!(got.len(), 630);
+    assert_eq!(got, expected);
+    // Under a memory limit the two sides are read one after the other:
+    // the same rows.
+    let limited = format!(
+        "SET datafusion.runtime.memory_limit = '1G'; {}",
+        sql("right_view")
+    );
+    assert_eq!(sorted_bits(&run(&ctx, &limited).await.unwrap()), expected);
 }
