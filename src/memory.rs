@@ -56,7 +56,7 @@ impl QueryMemory {
 
     /// Whether the pool has a limit (`datafusion.runtime.memory_limit`).
     pub fn is_limited(&self) -> bool {
-        matches!(self.pool.memory_limit(), MemoryLimit::Finite(_))
+        pool_available(&self.pool).is_some()
     }
 
     /// A reservation of `bytes` for `what` (e.g. "input values"), registered

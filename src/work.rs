@@ -4,8 +4,8 @@
 //! blocks of up to [`BLOCK_ROWS`] rows × columns, rows without ties first (so
 //! the bitset kernel's tie-free path covers every pair it can). Gene-targeted
 //! queries (all or cross pairs): only the pairs that touch the anchor genes
-//! of a pushed-down gene filter, cut into runs so that every partition gets the same number of
-//! pairs (within one). Candidate lists: the listed pairs, sorted by their
+//! of a pushed-down gene filter, cut into runs so that every partition gets
+//! the same number of pairs (within one). Candidate lists: the listed pairs, sorted by their
 //! first gene, a contiguous run of them per partition, in blocks of one
 //! first gene against its listed partners. The caller sizes each block by the pairs it may take
 //! (see `exec`'s pacing), so one block never holds a poll for long.

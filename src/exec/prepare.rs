@@ -166,22 +166,18 @@ pub(super) fn prepare(
     let anchors = config.gene_predicate.as_ref().and_then(|p| p.anchors());
     let mut work = match (&listed, cross, anchors) {
         (Some(pairs), _, _) => WorkSplit::listed(Arc::clone(pairs), config.partitions),
-        // Gene-targeted cross pairs: `gene_i` anchors among the left genes,
-        // `gene_j` ones among the right (a name both sides hold is on both).
-        (None, Some((left, _)), Some((anchor_i, anchor_j))) => {
+        (None, cross, Some((anchor_i, anchor_j))) => {
             let (mut anchor_i, mut anchor_j) = (positions(&anchor_i), positions(&anchor_j));
-            anchor_i.retain(|&g| (g as usize) < left);
-            anchor_j.retain(|&g| (g as usize) >= left);
-            WorkSplit::anchors(genes, &anchor_i, &anchor_j, Some(left), config.partitions)
+            // Cross pairs: `gene_i` anchors among the left genes, `gene_j`
+            // ones among the right (a name both sides hold is on both).
+            let left = cross.map(|(left, _)| left);
+            if let Some(left) = left {
+                anchor_i.retain(|&g| (g as usize) < left);
+                anchor_j.retain(|&g| (g as usize) >= left);
+            }
+            WorkSplit::anchors(genes, &anchor_i, &anchor_j, left, config.partitions)
         }
         (None, Some((left, right)), None) => WorkSplit::cross(left, right, config.partitions),
-        (None, None, Some((anchor_i, anchor_j))) => WorkSplit::anchors(
-            genes,
-            &positions(&anchor_i),
-            &positions(&anchor_j),
-            None,
-            config.partitions,
-        ),
         (None, None, None) => WorkSplit::tiles(genes, config.tile_size, config.partitions),
     };
     let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
