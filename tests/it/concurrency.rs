@@ -212,9 +212,10 @@ async fn dropping_one_query_mid_stream_leaves_the_other_to_finish() {
     let (ctx, demo) = setup(&dir).await;
     let b_sql = strong(&demo);
     let b_alone = alone(&ctx, &b_sql).await;
-    // On a loaded machine A may finish, or B may not start, before both are
-    // seen midway: such a run shows nothing, and the pair runs again (at
-    // most five times). Every run that saw both midway is checked in full.
+    // A is held after its first batch until B is midway, so both are seen
+    // computing at once even on a loaded machine; should B still end before
+    // A computes again beside it, the run shows nothing and the pair runs
+    // again (at most five times). Every run that saw both is checked in full.
     for run in 1..=5 {
         if drop_a_while_b_runs(&ctx, &demo, &b_sql, &b_alone).await {
             return;
@@ -228,8 +229,12 @@ async fn dropping_one_query_mid_stream_leaves_the_other_to_finish() {
 /// `false` when the two queries were never seen computing at once (nothing
 /// checked), else `true` with every check passed.
 async fn drop_a_while_b_runs(ctx: &SessionContext, demo: &str, b_sql: &str, b_alone: &str) -> bool {
-    // A streams every pair (no ORDER BY: rows come while it computes); its
-    // task reads them as they come, until aborted, which drops the stream.
+    // A streams every pair (no ORDER BY: rows come while it computes). Its
+    // task reads the first batch, then holds until told to go on: its
+    // partitions then wait on the full buffers between them and the reader,
+    // so on a loaded machine A cannot run to its end before B gets going.
+    // Once B is seen midway, A's reader goes on (A computes again, beside
+    // B) until aborted, which drops the stream.
     let a = plan(
         ctx,
         &format!("SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{demo}')"),
@@ -238,8 +243,12 @@ async fn drop_a_while_b_runs(ctx: &SessionContext, demo: &str, b_sql: &str, b_al
     let mut stream = execute_stream(Arc::clone(&a), ctx.task_ctx()).unwrap();
     let first = stream.next().await.unwrap().unwrap();
     assert!(first.num_rows() > 0);
+    let (go, held) = tokio::sync::oneshot::channel::<()>();
     let a_task = tokio::spawn(async move {
         let mut rows = first.num_rows();
+        if held.await.is_err() {
+            return rows;
+        }
         while let Some(batch) = stream.next().await {
             rows += batch.unwrap().num_rows();
         }
@@ -247,18 +256,43 @@ async fn drop_a_while_b_runs(ctx: &SessionContext, demo: &str, b_sql: &str, b_al
     });
     let b = plan(ctx, b_sql).await;
     let b_task = spawn(ctx, &b);
-    let both = {
+    let done = |p: Progress| p.total.is_some_and(|t| p.done >= t);
+    // B midway while A is held (or B done, or a minute gone: nothing seen).
+    let b_midway = {
+        let b = Arc::clone(&b);
+        tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_secs(60) {
+                let pb = progress(&b);
+                if midway(pb) {
+                    return true;
+                }
+                if done(pb) {
+                    return false;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            false
+        })
+        .await
+        .unwrap()
+    };
+    // Then A goes on, and both are seen computing at once: A's count past
+    // where it was held, B still midway.
+    let held_at = progress(&a);
+    eprintln!("B midway: {b_midway}; A held at {held_at:?}");
+    let _ = go.send(());
+    let both = b_midway && midway(held_at) && {
         let (a, b) = (Arc::clone(&a), Arc::clone(&b));
         tokio::task::spawn_blocking(move || {
             let started = Instant::now();
             while started.elapsed() < Duration::from_secs(60) {
                 let (pa, pb) = (progress(&a), progress(&b));
-                if midway(pa) && midway(pb) {
+                if midway(pa) && pa.done > held_at.done && midway(pb) {
                     return true;
                 }
                 // One of them is done: they can no longer be seen at once.
-                if pa.total.is_some_and(|t| pa.done >= t) || pb.total.is_some_and(|t| pb.done >= t)
-                {
+                if done(pa) || done(pb) {
                     return false;
                 }
                 std::thread::sleep(Duration::from_millis(1));
