@@ -170,6 +170,9 @@ def test_ctrl_c_stops_one_thread_s_query_and_leaves_the_other(tmp_path):
     script = f"FILE = {head(tmp_path)!r}\n" + SETUP + textwrap.dedent(
         f"""
         import json, os, signal, sys, threading, time
+        # Python leaves SIGINT ignored when it starts so (a suite run in the
+        # background of a non-interactive shell): Ctrl-C's handler back.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         b_sql = {STRONG.format("demo_b")!r}
         alone = ctx.sql(b_sql).to_arrow_table()
         results = {{}}

@@ -326,7 +326,10 @@ def test_ctrl_c_stops_a_long_call():
     the middle of a long corr() and the process ends promptly."""
     script = textwrap.dedent(
         """
-        import sys, time, numpy as np, datafusion_kendall as dk
+        import signal, sys, time, numpy as np, datafusion_kendall as dk
+        # Python leaves SIGINT ignored when it starts so (a suite run in the
+        # background of a non-interactive shell): Ctrl-C's handler back.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         rng = np.random.default_rng(1)
         x = rng.normal(size=(3000, 1500))
         print("started", flush=True)
