@@ -55,6 +55,21 @@ pub enum GenePredicate {
 /// `gene_j` in the second.
 pub type Anchors = (BTreeSet<String>, BTreeSet<String>);
 
+/// The anchors a scan walks the touching pairs of, if it walks only those:
+/// a gene filter that bounds the genes of its pairs, unless the scan walks
+/// a candidate list (`listed`: its own pairs, gene filter or not). `cost`
+/// chooses between the sides of an `AND` ([`GenePredicate::anchors_by`]).
+pub fn walked_anchors(
+    predicate: Option<&GenePredicate>,
+    listed: bool,
+    cost: &dyn Fn(&Anchors) -> u64,
+) -> Option<Anchors> {
+    if listed {
+        return None;
+    }
+    predicate?.anchors_by(cost)
+}
+
 impl GenePredicate {
     /// Translates a filter expression, or `None` when it is not a predicate
     /// on the gene columns alone that can be evaluated exactly here.
@@ -111,8 +126,16 @@ impl GenePredicate {
     }
 
     /// Genes that every matching pair touches, when the predicate bounds
-    /// them; `None` when matching pairs may avoid every small set.
+    /// them; `None` when matching pairs may avoid every small set. Of the
+    /// two sides of an `AND`, the one with fewer names.
     pub fn anchors(&self) -> Option<Anchors> {
+        self.anchors_by(&|(i, j): &Anchors| (i.len() + j.len()) as u64)
+    }
+
+    /// As [`GenePredicate::anchors`], keeping of the two sides of an `AND`
+    /// the one that `cost` (the pairs it walks) finds cheaper, the first on
+    /// a tie.
+    pub fn anchors_by(&self, cost: &dyn Fn(&Anchors) -> u64) -> Option<Anchors> {
         match self {
             GenePredicate::In {
                 side: Side::I,
@@ -123,18 +146,14 @@ impl GenePredicate {
                 genes,
             } => Some((BTreeSet::new(), genes.clone())),
             GenePredicate::Or(a, b) => {
-                let (mut ai, mut aj) = a.anchors()?;
-                let (bi, bj) = b.anchors()?;
+                let (mut ai, mut aj) = a.anchors_by(cost)?;
+                let (bi, bj) = b.anchors_by(cost)?;
                 ai.extend(bi);
                 aj.extend(bj);
                 Some((ai, aj))
             }
-            GenePredicate::And(a, b) => match (a.anchors(), b.anchors()) {
-                (Some(x), Some(y)) => Some(if x.0.len() + x.1.len() <= y.0.len() + y.1.len() {
-                    x
-                } else {
-                    y
-                }),
+            GenePredicate::And(a, b) => match (a.anchors_by(cost), b.anchors_by(cost)) {
+                (Some(x), Some(y)) => Some(if cost(&x) <= cost(&y) { x } else { y }),
                 (x, y) => x.or(y),
             },
             GenePredicate::Not(_) => None,
@@ -265,6 +284,33 @@ mod tests {
         // Unknown genes match nothing.
         let p = pred(col("gene_j").eq(lit("ZZZ")));
         assert!(!p.resolve(&genes).eval(0, 1));
+    }
+
+    #[test]
+    fn an_and_keeps_the_side_with_fewer_pairs_and_a_list_walks_its_own() {
+        // Two names against three, but the three cost less.
+        let p = pred(
+            col("gene_i")
+                .in_list(vec![lit("A"), lit("B")], false)
+                .and(col("gene_j").in_list(vec![lit("C"), lit("D"), lit("E")], false)),
+        );
+        assert_eq!(p.anchors(), Some((names(&["A", "B"]), names(&[]))));
+        let cost = |(i, j): &Anchors| 10 * i.len() as u64 + 3 * j.len() as u64;
+        let cheaper = Some((names(&[]), names(&["C", "D", "E"])));
+        assert_eq!(p.anchors_by(&cost), cheaper);
+        // Nested: the inner AND chooses by the same cost.
+        let q = GenePredicate::and(p.clone(), pred(col("gene_i").eq(lit("F"))));
+        assert_eq!(q.anchors_by(&cost), cheaper);
+        let q = GenePredicate::and(p.clone(), pred(col("gene_j").eq(lit("G"))));
+        assert_eq!(q.anchors_by(&cost), Some((names(&[]), names(&["G"]))));
+        // A tie keeps the first side.
+        assert_eq!(p.anchors_by(&|_| 1), Some((names(&["A", "B"]), names(&[]))));
+        // A candidate list walks its pairs; no predicate walks every pair.
+        assert_eq!(walked_anchors(Some(&p), false, &cost), cheaper);
+        assert_eq!(walked_anchors(Some(&p), true, &cost), None);
+        assert_eq!(walked_anchors(None, false, &cost), None);
+        let not = pred(col("gene_i").not_eq(lit("A")));
+        assert_eq!(walked_anchors(Some(&not), false, &cost), None);
     }
 
     #[test]

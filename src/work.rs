@@ -89,28 +89,21 @@ pub enum WorkSplit {
     },
 }
 
-impl WorkSplit {
-    /// All pairs of `genes` genes in tiles of `tile_size`, over `partitions`.
-    pub fn tiles(genes: usize, tile_size: usize, partitions: usize) -> Self {
-        let grid = TileGrid::new(genes, tile_size);
-        let ranges = grid.balanced_ranges(partitions);
-        WorkSplit::Tiles { grid, ranges }
-    }
+/// The runs of pairs touching anchor genes, before they are split (see
+/// [`WorkSplit::anchors`]).
+struct AnchorWalk {
+    /// Genes that are `I` anchors.
+    is_i: Vec<bool>,
+    /// `free_before[k]`: genes in `0..k` that are not `I` anchors.
+    free_before: Vec<u32>,
+    /// An anchor's partners each, none empty.
+    runs: Vec<AnchorRun>,
+    /// Pairs over all runs.
+    total: u64,
+}
 
-    /// The pairs touching `anchor_i` as `gene_i` or `anchor_j` as `gene_j`
-    /// (gene positions): partition `p` of `P` gets the pairs
-    /// `[T·p/P, T·(p+1)/P)` of the `T` in order, an anchor's pairs cut
-    /// into runs where a share ends. The pairs are those of the upper
-    /// triangle, or with `cross = Some(left)` those of the left genes
-    /// `0..left` with the right genes `left..genes` (then `anchor_i` must
-    /// be left genes and `anchor_j` right ones).
-    pub fn anchors(
-        genes: usize,
-        anchor_i: &[u32],
-        anchor_j: &[u32],
-        cross: Option<usize>,
-        partitions: usize,
-    ) -> Self {
+impl AnchorWalk {
+    fn new(genes: usize, anchor_i: &[u32], anchor_j: &[u32], cross: Option<usize>) -> Self {
         debug_assert!(cross.is_none_or(|left| {
             anchor_i.iter().all(|&g| (g as usize) < left)
                 && anchor_j.iter().all(|&g| (g as usize) >= left)
@@ -140,14 +133,55 @@ impl WorkSplit {
                 start: 0,
                 end: cross.map_or(g, |left| left as u32),
             }));
-        let pairs_of = |r: &AnchorRun| -> u64 {
-            match r.side {
-                Side::I => u64::from(r.end.saturating_sub(r.start)),
-                Side::J => u64::from(free_before[r.end as usize] - free_before[r.start as usize]),
-            }
-        };
-        let runs: Vec<AnchorRun> = runs.filter(|r| pairs_of(r) > 0).collect();
-        let total: u64 = runs.iter().map(pairs_of).sum();
+        let runs: Vec<AnchorRun> = runs.filter(|r| run_pairs(r, &free_before) > 0).collect();
+        let total = runs.iter().map(|r| run_pairs(r, &free_before)).sum();
+        AnchorWalk {
+            is_i,
+            free_before,
+            runs,
+            total,
+        }
+    }
+}
+
+/// The pairs of a run: an `I` anchor's partners after `start`, a `J`
+/// anchor's that are not `I` anchors (their pairs are theirs).
+fn run_pairs(r: &AnchorRun, free_before: &[u32]) -> u64 {
+    match r.side {
+        Side::I => u64::from(r.end.saturating_sub(r.start)),
+        Side::J => u64::from(free_before[r.end as usize] - free_before[r.start as usize]),
+    }
+}
+
+impl WorkSplit {
+    /// All pairs of `genes` genes in tiles of `tile_size`, over `partitions`.
+    pub fn tiles(genes: usize, tile_size: usize, partitions: usize) -> Self {
+        let grid = TileGrid::new(genes, tile_size);
+        let ranges = grid.balanced_ranges(partitions);
+        WorkSplit::Tiles { grid, ranges }
+    }
+
+    /// The pairs touching `anchor_i` as `gene_i` or `anchor_j` as `gene_j`
+    /// (gene positions): partition `p` of `P` gets the pairs
+    /// `[T·p/P, T·(p+1)/P)` of the `T` in order, an anchor's pairs cut
+    /// into runs where a share ends. The pairs are those of the upper
+    /// triangle, or with `cross = Some(left)` those of the left genes
+    /// `0..left` with the right genes `left..genes` (then `anchor_i` must
+    /// be left genes and `anchor_j` right ones).
+    pub fn anchors(
+        genes: usize,
+        anchor_i: &[u32],
+        anchor_j: &[u32],
+        cross: Option<usize>,
+        partitions: usize,
+    ) -> Self {
+        let AnchorWalk {
+            is_i,
+            free_before,
+            runs,
+            total,
+        } = AnchorWalk::new(genes, anchor_i, anchor_j, cross);
+        let pairs_of = |r: &AnchorRun| run_pairs(r, &free_before);
         let partitions = partitions.max(1);
         // Where partition p's share starts.
         let bound = |p: usize| ((u128::from(total) * p as u128) / partitions as u128) as u64;
@@ -184,6 +218,17 @@ impl WorkSplit {
             free_before,
             total,
         }
+    }
+
+    /// How many pairs [`WorkSplit::anchors`] walks for these anchors (each
+    /// once).
+    pub fn anchor_pairs(
+        genes: usize,
+        anchor_i: &[u32],
+        anchor_j: &[u32],
+        cross: Option<usize>,
+    ) -> u64 {
+        AnchorWalk::new(genes, anchor_i, anchor_j, cross).total
     }
 
     /// The `left × right` pairs of two gene sets stacked left first, split
@@ -603,6 +648,10 @@ mod tests {
                     .filter(|(i, j)| ai.contains(i) || aj.contains(j))
                     .collect();
                 assert_eq!(unique, expected, "{ai:?} {aj:?} parts {parts}");
+                assert_eq!(
+                    WorkSplit::anchor_pairs(9, &ai, &aj, None),
+                    expected.len() as u64
+                );
             }
         }
     }
@@ -631,6 +680,10 @@ mod tests {
                     .collect();
                 assert_eq!(unique, expected, "{ai:?} {aj:?} parts {parts}");
                 assert_eq!(split.total_pairs(), expected.len() as u64);
+                assert_eq!(
+                    WorkSplit::anchor_pairs(genes, &ai, &aj, Some(left as usize)),
+                    expected.len() as u64
+                );
                 let total = pairs.len();
                 let (lo, hi) = (total / parts, total.div_ceil(parts));
                 assert!(

@@ -27,6 +27,7 @@ use super::progress::{LiveScan, Progress, live_scans};
 use super::slices::{partition_slices, slice_of};
 use super::stream::{PairStream, StreamMetrics};
 use crate::error::in_function;
+use crate::gene_filter::walked_anchors;
 use crate::input::{InputBatches, InputSpec, PairListSpec};
 use crate::kernel::KernelKind;
 use crate::load::SharedLoad;
@@ -300,8 +301,8 @@ impl DisplayAs for KendallExec {
         }
         if let Some(p) = &c.gene_predicate {
             write!(f, "{sep}gene_filter{eq}{p}")?;
-            // A candidate list walks its pairs, gene filter or not.
-            if p.anchors().is_some() && self.pair_list.is_none() {
+            // Whether the pairs are bounded (not which side of an AND wins).
+            if walked_anchors(Some(p), self.pair_list.is_some(), &|_| 0).is_some() {
                 write!(f, "{sep}pairs{eq}touching")?;
             }
         }

@@ -10,7 +10,7 @@ use datafusion::error::Result;
 use super::ScanConfig;
 use super::dictionary::GeneDictionary;
 use super::top_k::TopCollector;
-use crate::gene_filter::ResolvedGenes;
+use crate::gene_filter::{Anchors, ResolvedGenes, walked_anchors};
 use crate::input::{self, InputBatches, InputSpec, MissingValues, PairListSpec, RankedMatrix};
 use crate::kernel::KernelKind;
 use crate::kernel::bitset::BitPlanes;
@@ -163,18 +163,28 @@ pub(super) fn prepare(
         }
         None => None,
     };
-    let anchors = config.gene_predicate.as_ref().and_then(|p| p.anchors());
+    // Anchors as gene positions: cross pairs' `gene_i` anchors among the
+    // left genes, `gene_j` ones among the right (a name both sides hold is
+    // on both).
+    let left = cross.map(|(left, _)| left);
+    let sided = |(i, j): &Anchors| -> (Vec<u32>, Vec<u32>) {
+        let (mut anchor_i, mut anchor_j) = (positions(i), positions(j));
+        if let Some(left) = left {
+            anchor_i.retain(|&g| (g as usize) < left);
+            anchor_j.retain(|&g| (g as usize) >= left);
+        }
+        (anchor_i, anchor_j)
+    };
+    // Of the two sides of an AND, the one with fewer pairs to walk.
+    let walked = |anchors: &Anchors| -> u64 {
+        let (anchor_i, anchor_j) = sided(anchors);
+        WorkSplit::anchor_pairs(genes, &anchor_i, &anchor_j, left)
+    };
+    let anchors = walked_anchors(config.gene_predicate.as_deref(), listed.is_some(), &walked);
     let mut work = match (&listed, cross, anchors) {
         (Some(pairs), _, _) => WorkSplit::listed(Arc::clone(pairs), config.partitions),
-        (None, cross, Some((anchor_i, anchor_j))) => {
-            let (mut anchor_i, mut anchor_j) = (positions(&anchor_i), positions(&anchor_j));
-            // Cross pairs: `gene_i` anchors among the left genes, `gene_j`
-            // ones among the right (a name both sides hold is on both).
-            let left = cross.map(|(left, _)| left);
-            if let Some(left) = left {
-                anchor_i.retain(|&g| (g as usize) < left);
-                anchor_j.retain(|&g| (g as usize) >= left);
-            }
+        (None, _, Some(anchors)) => {
+            let (anchor_i, anchor_j) = sided(&anchors);
             WorkSplit::anchors(genes, &anchor_i, &anchor_j, left, config.partitions)
         }
         (None, Some((left, right)), None) => WorkSplit::cross(left, right, config.partitions),

@@ -251,6 +251,24 @@ async fn gene_filters_walk_only_the_touching_cross_pairs() {
             Box::new(move |i, j| (i == b || i == "121_at") && j == c),
             30,
         ),
+        // Of the two sides of an AND, the one with fewer pairs: 4 left
+        // genes (4 x 21 pairs) rather than 3 right ones (3 x 30).
+        (
+            "gene_i IN ('1053_at', '117_at', '121_at', '1255_g_at') \
+             AND gene_j IN ('200011_s_at', '200012_x_at', '200013_at')"
+                .to_string(),
+            Box::new(|i, j| {
+                ["1053_at", "117_at", "121_at", "1255_g_at"].contains(&i)
+                    && ["200011_s_at", "200012_x_at", "200013_at"].contains(&j)
+            }),
+            84,
+        ),
+        // Names that are no gene of their side have no pairs.
+        (
+            format!("gene_j IN ('NO_SUCH_GENE', '1053_at') AND gene_i = '{b}'"),
+            Box::new(|_, _| false),
+            0,
+        ),
         (
             format!("NOT gene_i = '{b}'"),
             Box::new(move |i, _| i != b),
