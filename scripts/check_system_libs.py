@@ -3,7 +3,8 @@
 
 Usage (from the repository root; needs cargo and Python 3):
 
-    python3 scripts/check_system_libs.py --features cloud,ffi,ballista [--binary PATH]
+    python3 scripts/check_system_libs.py --all-features [--binary PATH]
+    python3 scripts/check_system_libs.py --features cloud,ffi [--binary PATH]
 
 1. Resolves the dependency graph of the core crate with those features for
    Linux x86-64 (`cargo metadata`; normal and build dependencies, not
@@ -44,13 +45,13 @@ C_RUNTIME = {
 }
 
 
-def native_crates(features):
+def native_crates(feature_args):
     """(name, version, links) of every crate with `links` in the build."""
     meta = json.loads(
         subprocess.run(
             [
                 "cargo", "metadata", "--format-version", "1", "--locked",
-                "--features", features,
+                *feature_args,
                 "--filter-platform", "x86_64-unknown-linux-gnu",
             ],
             check=True, capture_output=True, text=True,
@@ -91,17 +92,21 @@ def needed_libraries(binary):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--features", required=True)
+    which = ap.add_mutually_exclusive_group(required=True)
+    which.add_argument("--features", help="the build's features, comma-separated")
+    which.add_argument("--all-features", action="store_true")
     ap.add_argument("--binary")
     args = ap.parse_args()
+    feature_args = ["--all-features"] if args.all_features else ["--features", args.features]
+    build = " ".join(feature_args)
     failures = []
-    for name, version, links in native_crates(args.features):
+    for name, version, links in native_crates(feature_args):
         if name in KNOWN:
             print(f"ok: {name} {version} (links {links}): {KNOWN[name]}")
         else:
             failures.append(
                 f"{name} {version} links the native library '{links}' and is not "
-                f"known to build it from bundled source (features {args.features})"
+                f"known to build it from bundled source (cargo {build})"
             )
     if args.binary:
         for lib in needed_libraries(args.binary):

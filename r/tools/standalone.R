@@ -22,6 +22,39 @@ drop_tables <- function(lines, drop) {
   lines[!(table %in% dropped & table > 0)]
 }
 
+# The value of a `key = "..."` or `key = [...]` entry of a crate's manifest
+# (as `cargo vendor` writes them: normalised, an array on one line or one
+# item a line), its items joined by ", ".
+manifest_value <- function(lines, key) {
+  at <- grep(paste0("^", key, "\\s*="), lines)[1]
+  if (is.na(at)) return("")
+  value <- sub(paste0("^", key, "\\s*=\\s*"), "", lines[at])
+  if (value == "[") {
+    end <- at + which(grepl("^\\]", lines[-seq_len(at)]))[1]
+    value <- paste(trimws(lines[(at + 1):(end - 1)]), collapse = " ")
+  }
+  items <- trimws(strsplit(gsub("^\\[|\\]$|\"", "", value), ",")[[1]])
+  paste(items[nzchar(items)], collapse = ", ")
+}
+
+# inst/AUTHORS: each vendored crate with its version, authors and licence, as
+# CRAN asks of packages that bundle other authors' code.
+write_authors <- function(vendor, path) {
+  crates <- sort(list.dirs(vendor, recursive = FALSE))
+  entries <- vapply(crates, function(dir) {
+    lines <- readLines(file.path(dir, "Cargo.toml"), warn = FALSE)
+    authors <- manifest_value(lines, "authors")
+    sprintf("%s %s (%s): %s", manifest_value(lines, "name"),
+            manifest_value(lines, "version"), manifest_value(lines, "license"),
+            if (nzchar(authors)) authors else manifest_value(lines, "repository"))
+  }, character(1))
+  dir.create(dirname(path), showWarnings = FALSE, recursive = TRUE)
+  writeLines(c(
+    "The source package bundles these Rust crates (src/rust/vendor.tar.xz),",
+    "each under its own licence; name version (licence): authors.",
+    "", unname(entries)), path)
+}
+
 core_in <- file.path("tools", "core")
 rust <- file.path("src", "rust")
 core <- file.path(rust, "core")
@@ -54,6 +87,7 @@ stop_if(!file.copy(file.path(core_in, "Cargo.lock"), file.path(rust, "Cargo.lock
 status <- system2("cargo", c("vendor", "--quiet", "--manifest-path", manifest_path,
                              file.path(rust, "vendor")), stdout = FALSE)
 stop_if(status != 0, "cargo vendor failed (", status, ")")
+write_authors(file.path(rust, "vendor"), file.path("inst", "AUTHORS"))
 status <- system2("tar", c("-cJf", file.path(rust, "vendor.tar.xz"), "-C", rust, "vendor"))
 stop_if(status != 0, "tar failed (", status, ")")
 unlink(c(file.path(rust, "vendor"), core_in), recursive = TRUE)
