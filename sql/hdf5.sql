@@ -1,6 +1,5 @@
 -- AnnData (.h5ad) and 10x Genomics (.h5) files, read directly: build with the
--- `hdf5` feature (it needs the system HDF5 library, e.g. apt-get install
--- libhdf5-dev). The fixtures of tests/data/h5/ (scripts/make_h5_fixtures.py)
+-- `hdf5` feature (a pure-Rust reader: no system library needed). The fixtures of tests/data/h5/ (scripts/make_h5_fixtures.py)
 -- hold 12 genes x 40 cells of counts, one gene zero in every cell. A file is
 -- read as (gene, cell, value) triples with absent entries 0: no layout to set.
 -- Run: cargo run --features hdf5 -- -f sql/hdf5.sql
