@@ -85,7 +85,7 @@ pub(crate) fn read(
     })?;
     let h5 = H5 { file, what };
     let parts = match kind {
-        Hdf5Kind::Tenx if h5.exists("matrix") || !h5.exists("X") => h5.tenx(memory)?,
+        Hdf5Kind::Tenx if h5.exists("matrix")? || !h5.exists("X")? => h5.tenx(memory)?,
         Hdf5Kind::Tenx | Hdf5Kind::AnnData => h5.anndata(memory)?,
     };
     let Parts {
@@ -421,30 +421,42 @@ impl H5<'_> {
     }
 
     /// What `name` is in the file (a group, a dataset), `None` when
-    /// nothing is (nor is its parent group).
-    fn kind_of(&self, name: &str) -> Option<Kind> {
-        let (parent, leaf) = match name.rsplit_once('/') {
-            Some((parent, leaf)) => (self.file.group(parent).ok()?, leaf),
-            None => (self.file.root_group().ok()?, name),
+    /// nothing is (nor is its parent group); an error naming it when a
+    /// group on its path cannot be read (a truncated or corrupt file).
+    fn kind_of(&self, name: &str) -> Result<Option<Kind>> {
+        let unreadable = |e: hdf5_reader::error::Error| {
+            self.error(
+                name,
+                format!("cannot be read ({e}); is the file truncated or corrupt?"),
+            )
         };
-        let (groups, datasets) = parent.member_names().ok()?;
-        if groups.iter().any(|g| g == leaf) {
+        let (parent, leaf) = match name.rsplit_once('/') {
+            Some((parent, leaf)) => {
+                if self.kind_of(parent)? != Some(Kind::Group) {
+                    return Ok(None);
+                }
+                (self.file.group(parent).map_err(unreadable)?, leaf)
+            }
+            None => (self.file.root_group().map_err(unreadable)?, name),
+        };
+        let (groups, datasets) = parent.member_names().map_err(unreadable)?;
+        Ok(if groups.iter().any(|g| g == leaf) {
             Some(Kind::Group)
         } else if datasets.iter().any(|d| d == leaf) {
             Some(Kind::Dataset)
         } else {
             None
-        }
+        })
     }
 
     /// Whether the file has a group or dataset `name`.
-    fn exists(&self, name: &str) -> bool {
-        self.kind_of(name).is_some()
+    fn exists(&self, name: &str) -> Result<bool> {
+        Ok(self.kind_of(name)?.is_some())
     }
 
     /// The group `name`.
     fn group(&self, name: &str) -> Result<hdf5_reader::group::Group> {
-        match self.kind_of(name) {
+        match self.kind_of(name)? {
             None => Err(self.error(name, "no such group")),
             Some(Kind::Group) => self.file.group(name).map_err(|e| self.error(name, e)),
             Some(other) => Err(self.error(name, format!("expected a group, found a {other:?}"))),
@@ -453,7 +465,7 @@ impl H5<'_> {
 
     /// The dataset `name`, of `ndim` dimensions.
     fn dataset(&self, name: &str, ndim: usize) -> Result<Dataset> {
-        let ds = match self.kind_of(name) {
+        let ds = match self.kind_of(name)? {
             None => return Err(self.error(name, "no such dataset")),
             Some(Kind::Dataset) => self.file.dataset(name).map_err(|e| self.error(name, e))?,
             Some(other) => {
@@ -600,7 +612,7 @@ impl H5<'_> {
 
     /// The index of the AnnData dataframe `group` (`var` or `obs`).
     fn anndata_index(&self, group: &str) -> Result<Vec<String>> {
-        if self.kind_of(group) == Some(Kind::Dataset) {
+        if self.kind_of(group)? == Some(Kind::Dataset) {
             return Err(self.error(
                 group,
                 "a compound dataset (the AnnData layout before anndata 0.7) is not read; \
@@ -620,7 +632,7 @@ impl H5<'_> {
 
     /// An AnnData file's `X`.
     fn anndata(&self, memory: &QueryMemory) -> Result<Parts> {
-        if !self.exists("X") {
+        if !self.exists("X")? {
             return Err(self.error(
                 "X",
                 "no such group or dataset: the file holds no matrix X (is it an AnnData file?)",
@@ -632,7 +644,7 @@ impl H5<'_> {
             &format!("matrix X ({} genes x {} cells)", genes.len(), cells.len()),
             id_bytes(&genes) + id_bytes(&cells),
         )?;
-        if self.kind_of("X") == Some(Kind::Dataset) {
+        if self.kind_of("X")? == Some(Kind::Dataset) {
             let ds = self.dataset("X", 2)?;
             let shape = ds.shape();
             if shape != [cells.len() as u64, genes.len() as u64] {
@@ -723,7 +735,7 @@ impl H5<'_> {
 
     /// A 10x Genomics file's `matrix`.
     fn tenx(&self, memory: &QueryMemory) -> Result<Parts> {
-        if !self.exists("matrix") {
+        if !self.exists("matrix")? {
             let v2 = self
                 .file
                 .root_group()
@@ -731,7 +743,7 @@ impl H5<'_> {
                 .map(|(groups, _)| groups)
                 .unwrap_or_default()
                 .into_iter()
-                .find(|g| self.exists(&format!("{g}/genes")));
+                .find(|g| self.exists(&format!("{g}/genes")).unwrap_or(false));
             return Err(match v2 {
                 Some(genome) => self.error(
                     &format!("{genome}/genes"),
