@@ -1,9 +1,8 @@
--- AnnData (.h5ad) and 10x Genomics (.h5) files, read directly: build with the
--- `hdf5` feature (it needs the system HDF5 library, e.g. apt-get install
--- libhdf5-dev). The fixtures of tests/data/h5/ (scripts/make_h5_fixtures.py)
+-- AnnData (.h5ad) and 10x Genomics (.h5) files, read directly (the `hdf5`
+-- feature, on by default: a pure-Rust reader, no system library needed). The fixtures of tests/data/h5/ (scripts/make_h5_fixtures.py)
 -- hold 12 genes x 40 cells of counts, one gene zero in every cell. A file is
 -- read as (gene, cell, value) triples with absent entries 0: no layout to set.
--- Run: cargo run --features hdf5 -- -f sql/hdf5.sql
+-- Run: cargo run -- -f sql/hdf5.sql
 SELECT count(*) AS pairs,
        count(*) FILTER (WHERE isnan(tau)) AS with_an_all_zero_gene
 FROM kendall_all_pairs('tests/data/h5/csr.h5ad');

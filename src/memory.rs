@@ -210,6 +210,9 @@ where
 /// Numbers whose value with every byte zero is 0: what [`try_zeroed`]
 /// may hand out.
 pub trait ZeroBytes: Copy {}
+impl ZeroBytes for u8 {}
+impl ZeroBytes for i8 {}
+impl ZeroBytes for i16 {}
 impl ZeroBytes for u16 {}
 impl ZeroBytes for u32 {}
 impl ZeroBytes for u64 {}

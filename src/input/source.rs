@@ -97,9 +97,8 @@ pub async fn resolve(state: &dyn Session, source: &str, format: InputFormat) -> 
 fn without_hdf5(source: &str, kind: Hdf5Kind) -> datafusion::error::DataFusionError {
     plan_error(format!(
         "cannot read {} '{source}': this build reads no HDF5 files; build datafusion-kendall \
-         with `--features hdf5` (it needs the system HDF5 library: apt-get install \
-         libhdf5-dev, dnf install hdf5-devel or brew install hdf5), or convert the file \
-         in Python (docs/single-cell.md)",
+         with its default feature `hdf5` (a pure-Rust reader, nothing to install first), or convert \
+         the file in Python (docs/single-cell.md)",
         kind.label()
     ))
 }
@@ -370,7 +369,11 @@ mod tests {
         assert_eq!(Hdf5Kind::of_name("x.h5.parquet"), None);
         assert_eq!(Hdf5Kind::of_name("x.hdf5"), None);
         let msg = without_hdf5("x.h5ad", Hdf5Kind::AnnData).to_string();
-        for needle in ["h5ad file 'x.h5ad'", "--features hdf5", "libhdf5-dev"] {
+        for needle in [
+            "h5ad file 'x.h5ad'",
+            "feature `hdf5`",
+            "nothing to install",
+        ] {
             assert!(msg.contains(needle), "{needle}: {msg}");
         }
     }

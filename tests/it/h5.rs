@@ -1,19 +1,23 @@
 //! AnnData `.h5ad` and 10x Genomics `.h5` files as inputs (feature `hdf5`):
-//! the fixtures of `tests/data/h5/` (made by `scripts/make_h5_fixtures.py`)
-//! against the same counts as a dense TSV, and malformed files.
-
-use hdf5_metno as hdf5;
-use hdf5_metno::types::VarLenUnicode;
+//! the fixtures of `tests/data/h5/` (made by `scripts/make_h5_fixtures.py`
+//! with anndata and h5py, so by the HDF5 C library, plain and
+//! gzip-compressed) against the same counts as a dense TSV, and malformed,
+//! truncated and corrupted files.
 
 use crate::common::{self, ctx, run};
 
 const DIR: &str = "tests/data/h5";
-/// The fixtures, each the matrix of `dense.tsv`.
-const FIXTURES: [&str; 5] = [
+/// The fixtures, each the matrix of `dense.tsv`: `*_gz` written with
+/// `write_h5ad(..., compression="gzip")` and categorical `obs` columns,
+/// `tenx_v3.h5` gzip-compressed as Cell Ranger writes it.
+const FIXTURES: [&str; 8] = [
     "csr.h5ad",
     "csc.h5ad",
     "csc_f32.h5ad",
     "dense.h5ad",
+    "csr_gz.h5ad",
+    "csc_gz.h5ad",
+    "dense_gz.h5ad",
     "tenx_v3.h5",
 ];
 /// The fixtures' shape; the last gene is zero in every cell.
@@ -125,35 +129,6 @@ async fn missing_and_foreign_files_are_errors_naming_them() {
     );
 }
 
-/// A 10x file of 3 features x 4 barcodes (variable-length UTF-8 ids) with
-/// the given CSC arrays and shape.
-fn tenx(
-    path: &std::path::Path,
-    shape: [i64; 2],
-    indptr: &[i64],
-    indices: &[i64],
-    data: &[f32],
-) -> hdf5::Result<()> {
-    let f = hdf5::File::create(path)?;
-    let m = f.create_group("matrix")?;
-    let strings =
-        |ids: &[&str]| -> Vec<VarLenUnicode> { ids.iter().map(|s| s.parse().unwrap()).collect() };
-    m.new_dataset_builder().with_data(&shape).create("shape")?;
-    m.new_dataset_builder().with_data(indptr).create("indptr")?;
-    m.new_dataset_builder()
-        .with_data(indices)
-        .create("indices")?;
-    m.new_dataset_builder().with_data(data).create("data")?;
-    m.new_dataset_builder()
-        .with_data(&strings(&["w", "x", "y", "z"]))
-        .create("barcodes")?;
-    m.create_group("features")?
-        .new_dataset_builder()
-        .with_data(&strings(&["a", "b", "c"]))
-        .create("id")?;
-    Ok(())
-}
-
 #[tokio::test]
 async fn malformed_10x_files_are_errors_naming_the_dataset() {
     let dir = tempfile::tempdir().unwrap();
@@ -162,17 +137,12 @@ async fn malformed_10x_files_are_errors_naming_the_dataset() {
         "SELECT tau, n FROM kendall_all_pairs('{}') WHERE gene_i = 'a' AND gene_j = 'b'",
         path.display()
     );
+    // Each file of `malformed/` copied to `m.h5` (see `malformed()` in
+    // `scripts/make_h5_fixtures.py`).
+    let put = |name: &str| std::fs::copy(format!("{DIR}/malformed/{name}"), &path).unwrap();
     // a = (5, 0, 1, 2), b = (0, 3, 0, 1), c all zero: by barcode, entries of
     // x listed out of feature order.
-    let good = [0i64, 1, 2, 3, 5];
-    tenx(
-        &path,
-        [3, 4],
-        &good,
-        &[0, 1, 0, 1, 0],
-        &[5., 3., 1., 1., 2.],
-    )
-    .unwrap();
+    put("good.h5");
     let batches = run(&ctx(1), &sql).await.unwrap();
     let (tau, n) = (
         common::first_f64(&batches, 0),
@@ -183,66 +153,82 @@ async fn malformed_10x_files_are_errors_naming_the_dataset() {
     let want = -3.0 / (6.0f64 * 5.0).sqrt();
     assert!((tau - want).abs() < 1e-15, "{tau} vs {want}");
     assert_eq!(n, 4.0);
-    for (shape, indptr, indices, data, needles) in [
+    for (file, needles) in [
+        // indices (0, 1, 0, 7, 0)
         (
-            [3, 4],
-            &good[..],
-            &[0i64, 1, 0, 7, 0][..],
-            &[5f32, 3., 1., 1., 2.][..],
+            "index_out_of_range.h5",
             &["'matrix/indices'", "entry 3 is 7, outside 0..3"][..],
         ),
+        // indptr (0, 1, 3, 2, 5)
         (
-            [3, 4],
-            &[0, 1, 3, 2, 5],
-            &[0, 1, 0, 1, 0],
-            &[5., 3., 1., 1., 2.],
+            "indptr_not_ascending.h5",
             &["'matrix/indptr'", "not ascending"],
         ),
+        // indptr (0, 1, 2, 3, 4)
+        ("indptr_short.h5", &["'matrix/indptr'", "expected 0 to 5"]),
+        // data (5, 3, NaN, 1, 2)
         (
-            [3, 4],
-            &[0, 1, 2, 3, 4],
-            &[0, 1, 0, 1, 0],
-            &[5., 3., 1., 1., 2.],
-            &["'matrix/indptr'", "expected 0 to 5"],
-        ),
-        (
-            [3, 4],
-            &good,
-            &[0, 1, 0, 1, 0],
-            &[5., 3., f32::NAN, 1., 2.],
+            "nan.h5",
             &["'matrix/data'", "gene 'a', cell 'y' has the value NaN"],
         ),
+        // shape (4, 4)
         (
-            [4, 4],
-            &good,
-            &[0, 1, 0, 1, 0],
-            &[5., 3., 1., 1., 2.],
+            "wrong_shape.h5",
             &["'matrix/shape'", "[4, 4]", "3 features"],
         ),
+        // indices (0, 1, 0, 0, 0)
         (
-            [3, 4],
-            &good,
-            &[0, 1, 0, 0, 0],
-            &[5., 3., 1., 1., 2.],
+            "duplicate.h5",
             &["h5 file", "gene 'a' lists sample 'z' twice"],
         ),
+        // Cell Ranger v2: one group per genome.
+        ("cellranger_v2.h5", &["'GRCh38/genes'", "Cell Ranger v2"]),
     ] {
-        tenx(&path, shape, indptr, indices, data).unwrap();
+        put(file);
         let msg = common::error(&ctx(1), &sql).await;
         common::assert_contains(&msg, needles);
         common::assert_contains(&msg, &["m.h5"]);
     }
-    // Cell Ranger v2: one group per genome.
-    let f = hdf5::File::create(&path).unwrap();
-    f.create_group("GRCh38")
-        .unwrap()
-        .new_dataset_builder()
-        .with_data(&[1i32])
-        .create("genes")
-        .unwrap();
-    drop(f);
-    common::assert_contains(
-        &common::error(&ctx(1), &sql).await,
-        &["'GRCh38/genes'", "Cell Ranger v2"],
+}
+
+/// Every prefix of a gzip-compressed file cut at some length, and copies
+/// with bits flipped (seeded), are read as an error naming the file or as a
+/// table, never a panic or an abort.
+#[tokio::test]
+async fn truncated_and_corrupted_files_are_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(format!("{DIR}/csr_gz.h5ad")).unwrap();
+    let path = dir.path().join("broken.h5ad");
+    let sql = format!(
+        "SELECT count(*) FROM kendall_all_pairs('{}')",
+        path.display()
     );
+    for cut in [0, 7, 100, 1_000, 4_000, 10_000, 20_000, 30_000, 40_000] {
+        std::fs::write(&path, &bytes[..cut.min(bytes.len() - 1)]).unwrap();
+        let msg = common::error(&ctx(1), &sql).await;
+        common::assert_contains(&msg, &["broken.h5ad"]);
+        if cut >= 100 {
+            // Past the superblock: the first group that cannot be read.
+            common::assert_contains(&msg, &["'X'", "truncated or corrupt"]);
+        }
+    }
+    // A small xorshift: the same flips on every run.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for _ in 0..60 {
+        let mut copy = bytes.clone();
+        for _ in 0..1 + next() % 4 {
+            let at = (next() % copy.len() as u64) as usize;
+            copy[at] ^= 1 << (next() % 8);
+        }
+        std::fs::write(&path, &copy).unwrap();
+        if let Err(e) = run(&ctx(1), &sql).await {
+            common::assert_contains(&e.to_string(), &["broken.h5ad"]);
+        }
+    }
 }

@@ -8,10 +8,10 @@ use std::fmt::Display;
 use std::ops::Range;
 
 use datafusion::error::{DataFusionError, Result};
-use hdf5_metno as hdf5;
+use hdf5_reader::Dataset;
 use rayon::prelude::*;
 
-use super::{Floats, H5, Ints, wide_floats, wide_ints};
+use super::{Element, Floats, H5, Ints, wide_floats, wide_ints};
 use crate::input::sparse_table::ascending_within;
 use crate::memory::{Reservation, try_filled, try_with_capacity, try_zeroed};
 use crate::sort::split_mut;
@@ -175,20 +175,17 @@ impl Grid<'_> {
         let data = self.h5.dataset(&path("data"), 1)?;
         let indices = self.h5.dataset(&path("indices"), 1)?;
         let indptr = self.h5.dataset(&path("indptr"), 1)?;
-        let entries = data.size();
-        if indices.size() != entries {
+        let entries = self.h5.size(&path("data"), &data)?;
+        let n_indices = self.h5.size(&path("indices"), &indices)?;
+        if n_indices != entries {
             return Err(self.error(
                 "indices",
-                format!(
-                    "{} indices, but data holds {entries} values",
-                    indices.size()
-                ),
+                format!("{n_indices} indices, but data holds {entries} values"),
             ));
         }
-        let wide_values = wide_floats(&self.h5.type_of(&path("data"), &data)?)
-            .map_err(|e| self.error("data", e))?;
-        let wide_indices = wide_ints(&self.h5.type_of(&path("indices"), &indices)?)
-            .map_err(|e| self.error("indices", e))?;
+        let wide_values = wide_floats(self.h5.type_of(&data)).map_err(|e| self.error("data", e))?;
+        let wide_indices =
+            wide_ints(self.h5.type_of(&indices)).map_err(|e| self.error("indices", e))?;
         let (major, minor) = if by_cell {
             (self.cells.len(), self.genes.len())
         } else {
@@ -239,7 +236,7 @@ impl Grid<'_> {
         &self,
         indptr: Vec<i64>,
         ints: Ints,
-        data: &hdf5::Dataset,
+        data: &Dataset,
         wide: bool,
         cells: usize,
     ) -> Result<Grouped> {
@@ -356,7 +353,7 @@ impl Grid<'_> {
         &self,
         indptr: &[i64],
         indices: &[I],
-        data: &hdf5::Dataset,
+        data: &Dataset,
         wide: bool,
         genes: usize,
     ) -> Result<Grouped> {
@@ -383,23 +380,15 @@ impl Grid<'_> {
     /// [`Grid::by_cell`] of indices in range: [`regroup`] of the values of
     /// `data` read as `V` a block at a time, each block checked to be
     /// finite (a value that is not is named).
-    fn by_cell_blocks<I: Copy + Into<i64> + Sync, V: hdf5::H5Type + Copy + Into<f64> + Sync>(
+    fn by_cell_blocks<I: Copy + Into<i64> + Sync, V: Element + Copy + Into<f64> + Sync>(
         &self,
         indptr: &[i64],
         indices: &[I],
-        data: &hdf5::Dataset,
+        data: &Dataset,
         genes: usize,
     ) -> Result<Grouped> {
         regroup(indptr, indices, genes, REGROUP_BLOCK, |range| {
-            let (block, offset) = data
-                .read_slice_1d::<V, _>(range.clone())
-                .map_err(|e| self.h5.error(self.data, e))?
-                .into_raw_vec_and_offset();
-            if block.len() != range.len() || offset.unwrap_or(0) != 0 {
-                return Err(self
-                    .h5
-                    .error(self.data, "a block of values read out of shape"));
-            }
+            let block = self.h5.read_range::<V>(self.data, data, range.clone())?;
             if !all_finite(&block) {
                 // Named: the first value that is not finite.
                 let k = block

@@ -1,6 +1,7 @@
 //! AnnData `.h5ad` and 10x Genomics (Cell Ranger v3+) `.h5` files as inputs
-//! (feature `hdf5`), read with the system HDF5 library into a
-//! [`SparseTable`].
+//! (feature `hdf5`), read into a [`SparseTable`] with `hdf5-reader`, a
+//! pure-Rust HDF5 reader (no C library: gzip-compressed datasets are
+//! inflated in Rust).
 //!
 //! **AnnData**: the matrix is `X`, cells as rows (`obs`), genes as columns
 //! (`var`): a sparse group (attribute `encoding-type` = `csr_matrix` or
@@ -22,28 +23,31 @@
 //! memory with a counting sort; a CSC `X` is grouped by gene already (each
 //! gene's cells sorted when they are not); a dense `X` keeps its non-zero
 //! values. Values of any integer or floating-point type are read as f64,
-//! indices of 32 or 64 bits. The file is read when the query is planned:
-//! what the read holds at once (the arrays as stored, a matrix by cell's
+//! indices of 32 or 64 bits (converted as the HDF5 library converts, a
+//! block at a time when the file stores another type). Datasets may be
+//! contiguous, compact or chunked, plain or with the filters anndata, h5py
+//! and Cell Ranger write (gzip, shuffle, Fletcher-32; szip, n-bit and
+//! scale-offset too); a filter the reader lacks (LZ4, Blosc, Zstandard
+//! plugins) is an error naming the dataset. The file is read when the
+//! query is planned: what the read holds at once (the arrays as stored, a matrix by cell's
 //! values a block at a time, and the arrays as grouped by gene, which
 //! [`grouping`] makes) is reserved in the session's memory pool first, and
 //! the grouped arrays stay reserved for as long as the table lives.
 //!
-//! Every problem (a missing file, not an HDF5 file, a missing group or
-//! dataset, a wrong shape or type, an index out of range, `indptr` not
-//! ascending, a value not finite) is a `DataFusionError` naming the file
-//! and the dataset.
+//! Every problem (a missing file, not an HDF5 file, a truncated or corrupt
+//! one, a missing group or dataset, a wrong shape or type, an index out of
+//! range, `indptr` not ascending, a value not finite) is a
+//! `DataFusionError` naming the file and the dataset.
 
 use std::fmt::Display;
+use std::ops::Range;
 use std::path::Path;
 
 use datafusion::arrow::array::{Float64Array, Int32Array, Int64Array, StringArray};
 use datafusion::error::{DataFusionError, Result};
-use hdf5::types::{
-    FixedAscii, FixedUnicode, FloatSize, H5Type, IntSize, TypeDescriptor, VarLenAscii,
-    VarLenUnicode,
+use hdf5_reader::{
+    Attribute, Dataset, Datatype, H5Type, Hdf5File, SliceInfo, SliceInfoElem, StringSize,
 };
-use hdf5::{Container, LocationType};
-use hdf5_metno as hdf5;
 
 use self::grouping::Grid;
 use super::h5_kind::Hdf5Kind;
@@ -54,6 +58,13 @@ use crate::memory::{QueryMemory, Reservation, ZeroBytes, try_zeroed};
 /// Bytes an id takes besides its text while it is read (its `String`, the
 /// allocation's rounding and header).
 const ID_BYTES: usize = 48;
+
+/// Elements of a dataset stored as another number type than it is read as
+/// that are read (and converted) at a time.
+const CONVERT_BLOCK: usize = 1 << 20;
+
+/// The longest fixed-length string read as an id, in bytes.
+const MAX_FIXED_STRING: u32 = 1024;
 
 /// Reads the HDF5 file at `path` (of the kind its name says; `what` names
 /// it in messages: `h5ad file 'x.h5ad'`) as a sparse table, its memory
@@ -67,16 +78,14 @@ pub(crate) fn read(
     if let Err(e) = std::fs::metadata(path) {
         return Err(plan_error(format!("cannot open {what}: {e}")));
     }
-    let file = hdf5::File::open(path).map_err(|e| {
+    let file = Hdf5File::open(path).map_err(|e| {
         plan_error(format!(
             "cannot open {what} as an HDF5 file ({e}); is it an HDF5 file?"
         ))
     })?;
     let h5 = H5 { file, what };
     let parts = match kind {
-        Hdf5Kind::Tenx if h5.file.link_exists("matrix") || !h5.file.link_exists("X") => {
-            h5.tenx(memory)?
-        }
+        Hdf5Kind::Tenx if h5.exists("matrix")? || !h5.exists("X")? => h5.tenx(memory)?,
         Hdf5Kind::Tenx | Hdf5Kind::AnnData => h5.anndata(memory)?,
     };
     let Parts {
@@ -103,8 +112,15 @@ pub(crate) fn read(
 
 /// An open file and how messages name it.
 struct H5<'a> {
-    file: hdf5::File,
+    file: Hdf5File,
     what: &'a str,
+}
+
+/// What a name of the file is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Group,
+    Dataset,
 }
 
 /// A matrix as read, grouped by gene: gene `g`'s values are
@@ -147,98 +163,249 @@ macro_rules! with_widths {
 
 mod grouping;
 
-/// A string of fixed length, as bytes.
-trait Fixed: H5Type {
-    fn bytes(&self) -> &[u8];
+/// A number type as stored in a file: integers of 8 to 64 bits, signed or
+/// not, and 32- or 64-bit floats (of either byte order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stored {
+    I8,
+    I16,
+    I32,
+    I64,
+    U8,
+    U16,
+    U32,
+    U64,
+    F32,
+    F64,
 }
 
-impl<const N: usize> Fixed for FixedAscii<N> {
-    fn bytes(&self) -> &[u8] {
-        self.as_bytes()
+/// What a datatype is, in messages: `int16`, `float64`, `a string`, ...
+fn describe(t: &Datatype) -> String {
+    match t {
+        Datatype::FixedPoint { size, signed, .. } => {
+            format!(
+                "{}int{}",
+                if *signed { "" } else { "u" },
+                u32::from(*size) * 8
+            )
+        }
+        Datatype::FloatingPoint { size, .. } => format!("float{}", u32::from(*size) * 8),
+        Datatype::String { .. } => "fixed-length strings".to_string(),
+        Datatype::VarLen { .. } => "variable-length data".to_string(),
+        Datatype::Compound { .. } => "a compound type".to_string(),
+        Datatype::Array { .. } => "an array type".to_string(),
+        Datatype::Enum { .. } => "an enumeration".to_string(),
+        Datatype::Opaque { .. } => "an opaque type".to_string(),
+        Datatype::Reference { .. } => "references".to_string(),
+        other => format!("{other:?}"),
     }
 }
 
-impl<const N: usize> Fixed for FixedUnicode<N> {
-    fn bytes(&self) -> &[u8] {
-        self.as_bytes()
-    }
+/// The number type `t` is; an error message for one that is not a number
+/// (or one of a width no Rust number has).
+fn stored(t: &Datatype) -> Result<Stored, String> {
+    Ok(match t {
+        Datatype::FixedPoint { size, signed, .. } => match (size, signed) {
+            (1, true) => Stored::I8,
+            (2, true) => Stored::I16,
+            (4, true) => Stored::I32,
+            (8, true) => Stored::I64,
+            (1, false) => Stored::U8,
+            (2, false) => Stored::U16,
+            (4, false) => Stored::U32,
+            (8, false) => Stored::U64,
+            _ => return Err(format!("expected numbers, got {}", describe(t))),
+        },
+        Datatype::FloatingPoint { size: 4, .. } => Stored::F32,
+        Datatype::FloatingPoint { size: 8, .. } => Stored::F64,
+        other => return Err(format!("expected numbers, got {}", describe(other))),
+    })
 }
 
-/// Strings of fixed length (at most `T`'s) as bytes.
-fn fixed<T: Fixed>(c: &Container) -> Result<Vec<Vec<u8>>, String> {
-    let strings = c.read_raw::<T>().map_err(|e| e.to_string())?;
-    Ok(strings.iter().map(|s| s.bytes().to_vec()).collect())
+/// A number a dataset is read as (i32, i64, f32, f64): converted from
+/// whichever type the file stores, as the HDF5 library converts.
+trait Element: H5Type + ZeroBytes + Send + Sync + 'static {
+    /// The stored type read without conversion.
+    const STORED: Stored;
+    fn from_i64(x: i64) -> Self;
+    fn from_u64(x: u64) -> Self;
+    fn from_f64(x: f64) -> Self;
 }
 
-/// Every string of a dataset or attribute (variable or fixed length, ASCII
-/// or UTF-8); an error message when it holds something else.
-fn strings_of(c: &Container) -> Result<Vec<String>, String> {
-    let descriptor = c
-        .dtype()
-        .and_then(|t| t.to_descriptor())
-        .map_err(|e| e.to_string())?;
-    let bytes = match descriptor {
-        TypeDescriptor::VarLenUnicode => {
-            let s = c.read_raw::<VarLenUnicode>().map_err(|e| e.to_string())?;
-            return Ok(s.iter().map(|s| s.as_str().to_string()).collect());
-        }
-        TypeDescriptor::VarLenAscii => {
-            let s = c.read_raw::<VarLenAscii>().map_err(|e| e.to_string())?;
-            return Ok(s.iter().map(|s| s.as_str().to_string()).collect());
-        }
-        TypeDescriptor::FixedAscii(n) => match n {
-            0..=16 => fixed::<FixedAscii<16>>(c)?,
-            17..=64 => fixed::<FixedAscii<64>>(c)?,
-            65..=256 => fixed::<FixedAscii<256>>(c)?,
-            257..=1024 => fixed::<FixedAscii<1024>>(c)?,
-            _ => {
-                return Err(format!(
-                    "strings of {n} bytes are longer than ids can be (1024)"
-                ));
+macro_rules! element {
+    ($t:ty, $stored:ident) => {
+        impl Element for $t {
+            const STORED: Stored = Stored::$stored;
+            fn from_i64(x: i64) -> Self {
+                x as $t
             }
-        },
-        TypeDescriptor::FixedUnicode(n) => match n {
-            0..=16 => fixed::<FixedUnicode<16>>(c)?,
-            17..=64 => fixed::<FixedUnicode<64>>(c)?,
-            65..=256 => fixed::<FixedUnicode<256>>(c)?,
-            257..=1024 => fixed::<FixedUnicode<1024>>(c)?,
-            _ => {
-                return Err(format!(
-                    "strings of {n} bytes are longer than ids can be (1024)"
-                ));
+            fn from_u64(x: u64) -> Self {
+                x as $t
             }
-        },
-        other => return Err(format!("expected strings, got {other}")),
+            fn from_f64(x: f64) -> Self {
+                x as $t
+            }
+        }
     };
-    bytes
-        .into_iter()
-        .map(|b| String::from_utf8(b).map_err(|e| format!("a string is not UTF-8 ({e})")))
-        .collect()
+}
+element!(i32, I32);
+element!(i64, I64);
+element!(f32, F32);
+element!(f64, F64);
+
+/// `from` (stored as `S`) converted to `T`, into fresh memory.
+fn convert<S: Copy, T: Element>(from: &[S], cast: impl Fn(S) -> T, what: &str) -> Result<Vec<T>> {
+    let mut out = try_zeroed::<T>(from.len(), what)?;
+    for (to, &x) in out.iter_mut().zip(from) {
+        *to = cast(x);
+    }
+    Ok(out)
+}
+
+/// Calls `$read::<S>()` for the Rust type `S` of the stored type `$s`,
+/// then converts what it gives to `$t`.
+macro_rules! via_stored {
+    ($s:expr, $t:ty, $what:expr, |$S:ident| $read:expr) => {
+        match $s {
+            Stored::I8 => {
+                type $S = i8;
+                convert(&$read, |x| <$t>::from_i64(x.into()), $what)
+            }
+            Stored::I16 => {
+                type $S = i16;
+                convert(&$read, |x| <$t>::from_i64(x.into()), $what)
+            }
+            Stored::I32 => {
+                type $S = i32;
+                convert(&$read, |x| <$t>::from_i64(x.into()), $what)
+            }
+            Stored::I64 => {
+                type $S = i64;
+                convert(&$read, <$t>::from_i64, $what)
+            }
+            Stored::U8 => {
+                type $S = u8;
+                convert(&$read, |x| <$t>::from_u64(x.into()), $what)
+            }
+            Stored::U16 => {
+                type $S = u16;
+                convert(&$read, |x| <$t>::from_u64(x.into()), $what)
+            }
+            Stored::U32 => {
+                type $S = u32;
+                convert(&$read, |x| <$t>::from_u64(x.into()), $what)
+            }
+            Stored::U64 => {
+                type $S = u64;
+                convert(&$read, <$t>::from_u64, $what)
+            }
+            Stored::F32 => {
+                type $S = f32;
+                convert(&$read, |x| <$t>::from_f64(x.into()), $what)
+            }
+            Stored::F64 => {
+                type $S = f64;
+                convert(&$read, <$t>::from_f64, $what)
+            }
+        }
+    };
+}
+
+/// Every string of a dataset or attribute's type `t` (variable or fixed
+/// length, ASCII or UTF-8) read by `read`; an error message when it holds
+/// something else.
+fn strings_of(
+    t: &Datatype,
+    read: impl FnOnce() -> hdf5_reader::error::Result<Vec<String>>,
+) -> Result<Vec<String>, String> {
+    match t {
+        Datatype::String {
+            size: StringSize::Fixed(n),
+            ..
+        } if *n > MAX_FIXED_STRING => Err(format!(
+            "strings of {n} bytes are longer than ids can be ({MAX_FIXED_STRING})"
+        )),
+        Datatype::String { .. } | Datatype::VarLen { .. } => read().map_err(|e| e.to_string()),
+        other => Err(format!("expected strings, got {}", describe(other))),
+    }
+}
+
+/// The strings of the attribute `a`.
+fn attr_strings(a: &Attribute) -> Result<Vec<String>, String> {
+    strings_of(&a.datatype, || a.read_strings())
+}
+
+/// The integers of the attribute `a`, as i64.
+fn attr_ints(a: &Attribute) -> Result<Vec<i64>, String> {
+    let t = stored(&a.datatype)
+        .map_err(|_| format!("expected integers, got {}", describe(&a.datatype)))?;
+    let e = |e: hdf5_reader::error::Error| e.to_string();
+    Ok(match t {
+        Stored::I8 => a
+            .read_1d::<i8>()
+            .map_err(e)?
+            .into_iter()
+            .map(i64::from)
+            .collect(),
+        Stored::I16 => a
+            .read_1d::<i16>()
+            .map_err(e)?
+            .into_iter()
+            .map(i64::from)
+            .collect(),
+        Stored::I32 => a
+            .read_1d::<i32>()
+            .map_err(e)?
+            .into_iter()
+            .map(i64::from)
+            .collect(),
+        Stored::I64 => a.read_1d::<i64>().map_err(e)?,
+        Stored::U8 => a
+            .read_1d::<u8>()
+            .map_err(e)?
+            .into_iter()
+            .map(i64::from)
+            .collect(),
+        Stored::U16 => a
+            .read_1d::<u16>()
+            .map_err(e)?
+            .into_iter()
+            .map(i64::from)
+            .collect(),
+        Stored::U32 => a
+            .read_1d::<u32>()
+            .map_err(e)?
+            .into_iter()
+            .map(i64::from)
+            .collect(),
+        Stored::U64 => a
+            .read_1d::<u64>()
+            .map_err(e)?
+            .into_iter()
+            .map(|x| x as i64)
+            .collect(),
+        Stored::F32 | Stored::F64 => {
+            return Err(format!("expected integers, got {}", describe(&a.datatype)));
+        }
+    })
 }
 
 /// Whether integers of type `t` need 64 bits (else 32 hold them); an error
 /// message for a type that is not an integer.
-fn wide_ints(t: &TypeDescriptor) -> Result<bool, String> {
-    match t {
-        TypeDescriptor::Integer(IntSize::U1 | IntSize::U2 | IntSize::U4)
-        | TypeDescriptor::Unsigned(IntSize::U1 | IntSize::U2) => Ok(false),
-        TypeDescriptor::Integer(IntSize::U8)
-        | TypeDescriptor::Unsigned(IntSize::U4 | IntSize::U8) => Ok(true),
-        other => Err(format!("expected integers, got {other}")),
+fn wide_ints(t: &Datatype) -> Result<bool, String> {
+    match stored(t) {
+        Ok(Stored::I8 | Stored::I16 | Stored::I32 | Stored::U8 | Stored::U16) => Ok(false),
+        Ok(Stored::I64 | Stored::U32 | Stored::U64) => Ok(true),
+        _ => Err(format!("expected integers, got {}", describe(t))),
     }
 }
 
 /// Whether values of type `t` need f64 (else f32 holds them exactly); an
 /// error message for a type that is not a number.
-fn wide_floats(t: &TypeDescriptor) -> Result<bool, String> {
-    match t {
-        TypeDescriptor::Float(FloatSize::U4)
-        | TypeDescriptor::Integer(IntSize::U1 | IntSize::U2)
-        | TypeDescriptor::Unsigned(IntSize::U1 | IntSize::U2) => Ok(false),
-        TypeDescriptor::Float(FloatSize::U8)
-        | TypeDescriptor::Integer(IntSize::U4 | IntSize::U8)
-        | TypeDescriptor::Unsigned(IntSize::U4 | IntSize::U8) => Ok(true),
-        other => Err(format!("expected numbers, got {other}")),
+fn wide_floats(t: &Datatype) -> Result<bool, String> {
+    match stored(t)? {
+        Stored::F32 | Stored::I8 | Stored::I16 | Stored::U8 | Stored::U16 => Ok(false),
+        Stored::F64 | Stored::I32 | Stored::I64 | Stored::U32 | Stored::U64 => Ok(true),
     }
 }
 
@@ -254,30 +421,53 @@ impl H5<'_> {
     }
 
     /// What `name` is in the file (a group, a dataset), `None` when
-    /// nothing is.
-    fn kind_of(&self, name: &str) -> Option<LocationType> {
-        if !self.file.link_exists(name) {
-            return None;
-        }
-        self.file.loc_type_by_name(name).ok()
+    /// nothing is (nor is its parent group); an error naming it when a
+    /// group on its path cannot be read (a truncated or corrupt file).
+    fn kind_of(&self, name: &str) -> Result<Option<Kind>> {
+        let unreadable = |e: hdf5_reader::error::Error| {
+            self.error(
+                name,
+                format!("cannot be read ({e}); is the file truncated or corrupt?"),
+            )
+        };
+        let (parent, leaf) = match name.rsplit_once('/') {
+            Some((parent, leaf)) => {
+                if self.kind_of(parent)? != Some(Kind::Group) {
+                    return Ok(None);
+                }
+                (self.file.group(parent).map_err(unreadable)?, leaf)
+            }
+            None => (self.file.root_group().map_err(unreadable)?, name),
+        };
+        let (groups, datasets) = parent.member_names().map_err(unreadable)?;
+        Ok(if groups.iter().any(|g| g == leaf) {
+            Some(Kind::Group)
+        } else if datasets.iter().any(|d| d == leaf) {
+            Some(Kind::Dataset)
+        } else {
+            None
+        })
+    }
+
+    /// Whether the file has a group or dataset `name`.
+    fn exists(&self, name: &str) -> Result<bool> {
+        Ok(self.kind_of(name)?.is_some())
     }
 
     /// The group `name`.
-    fn group(&self, name: &str) -> Result<hdf5::Group> {
-        match self.kind_of(name) {
+    fn group(&self, name: &str) -> Result<hdf5_reader::group::Group> {
+        match self.kind_of(name)? {
             None => Err(self.error(name, "no such group")),
-            Some(LocationType::Group) => self.file.group(name).map_err(|e| self.error(name, e)),
+            Some(Kind::Group) => self.file.group(name).map_err(|e| self.error(name, e)),
             Some(other) => Err(self.error(name, format!("expected a group, found a {other:?}"))),
         }
     }
 
     /// The dataset `name`, of `ndim` dimensions.
-    fn dataset(&self, name: &str, ndim: usize) -> Result<hdf5::Dataset> {
-        let ds = match self.kind_of(name) {
+    fn dataset(&self, name: &str, ndim: usize) -> Result<Dataset> {
+        let ds = match self.kind_of(name)? {
             None => return Err(self.error(name, "no such dataset")),
-            Some(LocationType::Dataset) => {
-                self.file.dataset(name).map_err(|e| self.error(name, e))?
-            }
+            Some(Kind::Dataset) => self.file.dataset(name).map_err(|e| self.error(name, e))?,
             Some(other) => {
                 return Err(self.error(name, format!("expected a dataset, found a {other:?}")));
             }
@@ -291,31 +481,31 @@ impl H5<'_> {
         Ok(ds)
     }
 
+    /// The number of elements of the dataset `ds` (named `name`).
+    fn size(&self, name: &str, ds: &Dataset) -> Result<usize> {
+        let n = ds.num_elements().map_err(|e| self.error(name, e))?;
+        usize::try_from(n).map_err(|_| self.error(name, format!("{n} elements are too many")))
+    }
+
     /// The strings of the 1-D dataset `name`.
     fn strings(&self, name: &str) -> Result<Vec<String>> {
         let ds = self.dataset(name, 1)?;
-        strings_of(&ds).map_err(|e| self.error(name, e))
+        strings_of(ds.dtype(), || ds.read_strings()).map_err(|e| self.error(name, e))
     }
 
-    /// The integers of the container `c` (named `name`), as i64.
-    fn ints(&self, name: &str, c: &Container) -> Result<Vec<i64>> {
-        let t = c
-            .dtype()
-            .and_then(|t| t.to_descriptor())
-            .map_err(|e| self.error(name, e))?;
-        wide_ints(&t).map_err(|e| self.error(name, e))?;
-        c.read_raw::<i64>().map_err(|e| self.error(name, e))
+    /// The integers of the dataset `ds` (named `name`), as i64.
+    fn ints(&self, name: &str, ds: &Dataset) -> Result<Vec<i64>> {
+        wide_ints(ds.dtype()).map_err(|e| self.error(name, e))?;
+        self.read_all(name, ds)
     }
 
-    /// The type of the dataset `ds` (named `name`).
-    fn type_of(&self, name: &str, ds: &hdf5::Dataset) -> Result<TypeDescriptor> {
+    /// The type of the dataset `ds`.
+    fn type_of<'d>(&self, ds: &'d Dataset) -> &'d Datatype {
         ds.dtype()
-            .and_then(|t| t.to_descriptor())
-            .map_err(|e| self.error(name, e))
     }
 
     /// The 1-D dataset `name` of indices.
-    fn indices(&self, name: &str, ds: &hdf5::Dataset, wide: bool) -> Result<Ints> {
+    fn indices(&self, name: &str, ds: &Dataset, wide: bool) -> Result<Ints> {
         Ok(if wide {
             Ints::Wide(self.read_all(name, ds)?)
         } else {
@@ -324,7 +514,7 @@ impl H5<'_> {
     }
 
     /// The dataset `name` of values, any shape, in storage order.
-    fn values(&self, name: &str, ds: &hdf5::Dataset, wide: bool) -> Result<Floats> {
+    fn values(&self, name: &str, ds: &Dataset, wide: bool) -> Result<Floats> {
         Ok(if wide {
             Floats::Wide(self.read_all(name, ds)?)
         } else {
@@ -332,23 +522,97 @@ impl H5<'_> {
         })
     }
 
-    /// All elements of the dataset `ds` (named `name`), in storage order,
-    /// read into fresh memory ([`try_zeroed`]: huge pages for large arrays,
-    /// so that the copy out of the file does not fault on every 4 KiB).
-    fn read_all<T: hdf5::H5Type + ZeroBytes>(
+    /// All elements of the dataset `ds` (named `name`) as `T`, in storage
+    /// order, read into fresh memory ([`try_zeroed`]: huge pages for large
+    /// arrays, so that the copy out of the file does not fault on every
+    /// 4 KiB). Stored as another number type, they are read as that a
+    /// block of rows at a time and converted (as the HDF5 library
+    /// converts), so that the stored copy is never all held.
+    fn read_all<T: Element>(&self, name: &str, ds: &Dataset) -> Result<Vec<T>> {
+        let n = self.size(name, ds)?;
+        let what = format!("values of {name} of {}", self.what);
+        let s = stored(ds.dtype()).map_err(|e| self.error(name, e))?;
+        let mut out = try_zeroed::<T>(n, &what)?;
+        if s == T::STORED {
+            ds.read_into(&mut out).map_err(|e| self.error(name, e))?;
+            return Ok(out);
+        }
+        let shape = ds.shape().to_vec();
+        let (Some(&rows), true) = (shape.first(), n > 0) else {
+            return Ok(out);
+        };
+        let row = n / rows as usize;
+        let step = (CONVERT_BLOCK / row).max(1);
+        let mut at = 0;
+        for r0 in (0..rows as usize).step_by(step) {
+            let r1 = (r0 + step).min(rows as usize);
+            let block = self.read_rows::<T>(name, ds, s, &shape, r0..r1)?;
+            out[at..at + block.len()].copy_from_slice(&block);
+            at += block.len();
+        }
+        Ok(out)
+    }
+
+    /// The elements `range` of the 1-D dataset `ds` (named `name`) as `T`.
+    fn read_range<T: Element>(
         &self,
         name: &str,
-        ds: &hdf5::Dataset,
+        ds: &Dataset,
+        range: Range<usize>,
     ) -> Result<Vec<T>> {
-        let mut out = try_zeroed(ds.size(), &format!("values of {name}"))?;
-        ds.read_into_raw(&mut out)
-            .map_err(|e| self.error(name, e))?;
-        Ok(out)
+        let s = stored(ds.dtype()).map_err(|e| self.error(name, e))?;
+        self.read_rows(name, ds, s, ds.shape(), range)
+    }
+
+    /// The rows `rows` (of the first dimension, every element of the
+    /// others) of the dataset `ds` (named `name`, of shape `shape`, stored
+    /// as `s`), as `T`.
+    fn read_rows<T: Element>(
+        &self,
+        name: &str,
+        ds: &Dataset,
+        s: Stored,
+        shape: &[u64],
+        rows: Range<usize>,
+    ) -> Result<Vec<T>> {
+        let len = rows.len() * shape[1..].iter().product::<u64>() as usize;
+        let mut selections = vec![SliceInfoElem::Slice {
+            start: rows.start as u64,
+            end: rows.end as u64,
+            step: 1,
+        }];
+        selections.extend(shape[1..].iter().map(|&d| SliceInfoElem::Slice {
+            start: 0,
+            end: d,
+            step: 1,
+        }));
+        let selection = SliceInfo { selections };
+        macro_rules! read_as {
+            ($t:ty) => {{
+                let (block, offset) = ds
+                    .read_slice::<$t>(&selection)
+                    .map_err(|e| self.error(name, e))?
+                    .into_raw_vec_and_offset();
+                if block.len() != len || offset.unwrap_or(0) != 0 {
+                    return Err(self.error(name, "a block of values read out of shape"));
+                }
+                block
+            }};
+        }
+        if s == T::STORED {
+            return Ok(read_as!(T));
+        }
+        via_stored!(
+            s,
+            T,
+            &format!("values of {name} of {}", self.what),
+            |S| read_as!(S)
+        )
     }
 
     /// The index of the AnnData dataframe `group` (`var` or `obs`).
     fn anndata_index(&self, group: &str) -> Result<Vec<String>> {
-        if self.kind_of(group) == Some(LocationType::Dataset) {
+        if self.kind_of(group)? == Some(Kind::Dataset) {
             return Err(self.error(
                 group,
                 "a compound dataset (the AnnData layout before anndata 0.7) is not read; \
@@ -356,8 +620,8 @@ impl H5<'_> {
             ));
         }
         let g = self.group(group)?;
-        let column = match g.attr("_index") {
-            Ok(attr) => strings_of(&attr)
+        let column = match g.attribute("_index") {
+            Ok(attr) => attr_strings(&attr)
                 .ok()
                 .and_then(|s| s.into_iter().next())
                 .ok_or_else(|| self.error(group, "its attribute '_index' is not a string"))?,
@@ -368,7 +632,7 @@ impl H5<'_> {
 
     /// An AnnData file's `X`.
     fn anndata(&self, memory: &QueryMemory) -> Result<Parts> {
-        if !self.file.link_exists("X") {
+        if !self.exists("X")? {
             return Err(self.error(
                 "X",
                 "no such group or dataset: the file holds no matrix X (is it an AnnData file?)",
@@ -380,10 +644,10 @@ impl H5<'_> {
             &format!("matrix X ({} genes x {} cells)", genes.len(), cells.len()),
             id_bytes(&genes) + id_bytes(&cells),
         )?;
-        if self.kind_of("X") == Some(LocationType::Dataset) {
+        if self.kind_of("X")? == Some(Kind::Dataset) {
             let ds = self.dataset("X", 2)?;
             let shape = ds.shape();
-            if shape != [cells.len(), genes.len()] {
+            if shape != [cells.len() as u64, genes.len() as u64] {
                 return Err(self.error(
                     "X",
                     format!(
@@ -393,9 +657,11 @@ impl H5<'_> {
                     ),
                 ));
             }
-            let t = self.type_of("X", &ds)?;
-            let wide = wide_floats(&t).map_err(|e| self.error("X", e))?;
-            reservation.try_grow(ds.size().saturating_mul(if wide { 8 } else { 4 }))?;
+            let wide = wide_floats(self.type_of(&ds)).map_err(|e| self.error("X", e))?;
+            reservation.try_grow(
+                self.size("X", &ds)?
+                    .saturating_mul(if wide { 8 } else { 4 }),
+            )?;
             let grid = Grid {
                 h5: self,
                 name: "X",
@@ -420,9 +686,9 @@ impl H5<'_> {
             });
         }
         let x = self.group("X")?;
-        let attr = |names: &[&str]| names.iter().find_map(|n| x.attr(n).ok());
+        let attr = |names: &[&str]| names.iter().find_map(|n| x.attribute(n).ok());
         let encoding = attr(&["encoding-type", "h5sparse_format"])
-            .and_then(|a| strings_of(&a).ok())
+            .and_then(|a| attr_strings(&a).ok())
             .and_then(|s| s.into_iter().next())
             .ok_or_else(|| self.error("X", "a group without a string attribute 'encoding-type'"))?;
         let by_cell = match encoding.as_str() {
@@ -436,7 +702,7 @@ impl H5<'_> {
             }
         };
         let shape = match attr(&["shape", "h5sparse_shape"]) {
-            Some(a) => self.ints("X (attribute shape)", &a)?,
+            Some(a) => attr_ints(&a).map_err(|e| self.error("X (attribute shape)", e))?,
             None => return Err(self.error("X", "no attribute 'shape'")),
         };
         if shape != [cells.len() as i64, genes.len() as i64] {
@@ -469,13 +735,15 @@ impl H5<'_> {
 
     /// A 10x Genomics file's `matrix`.
     fn tenx(&self, memory: &QueryMemory) -> Result<Parts> {
-        if !self.file.link_exists("matrix") {
+        if !self.exists("matrix")? {
             let v2 = self
                 .file
-                .member_names()
+                .root_group()
+                .and_then(|root| root.member_names())
+                .map(|(groups, _)| groups)
                 .unwrap_or_default()
                 .into_iter()
-                .find(|g| self.file.link_exists(&format!("{g}/genes")));
+                .find(|g| self.exists(&format!("{g}/genes")).unwrap_or(false));
             return Err(match v2 {
                 Some(genome) => self.error(
                     &format!("{genome}/genes"),
