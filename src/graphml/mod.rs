@@ -340,7 +340,6 @@ impl DataSink for GraphmlSink {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

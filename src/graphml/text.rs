@@ -129,19 +129,22 @@ mod tests {
         assert_eq!(format_double(f64::NAN), "NaN");
         assert_eq!(format_double(-0.0), "-0");
         assert_eq!("1e-300".parse::<f64>().unwrap(), 1e-300);
-        assert_eq!(
-            escape("a<b>\"c'&").unwrap(),
-            "a&lt;b&gt;&quot;c&apos;&amp;"
-        );
+        assert_eq!(escape("a<b>\"c'&").unwrap(), "a&lt;b&gt;&quot;c&apos;&amp;");
         assert_eq!(escape("G\t1\r\n").unwrap(), "G&#9;1&#13;&#10;");
         assert!(matches!(escape("G 1"), Ok(Cow::Borrowed("G 1"))));
         assert_eq!(escape("G\u{1}"), Err('\u{1}'));
         assert_eq!(escape("x\u{FFFE}"), Err('\u{FFFE}'));
-        assert_eq!(escape("\u{7F}\u{85}\u{10FFFF}").unwrap(), "\u{7F}\u{85}\u{10FFFF}");
+        assert_eq!(
+            escape("\u{7F}\u{85}\u{10FFFF}").unwrap(),
+            "\u{7F}\u{85}\u{10FFFF}"
+        );
         let e = escape_for("G\u{2}", || "edge row 2, column gene_i".into())
             .unwrap_err()
             .to_string();
-        assert!(e.contains("edge row 2, column gene_i is \"G\\u{2}\""), "{e}");
+        assert!(
+            e.contains("edge row 2, column gene_i is \"G\\u{2}\""),
+            "{e}"
+        );
         assert!(e.contains("U+0002"), "{e}");
     }
 }

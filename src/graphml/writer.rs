@@ -57,12 +57,30 @@ fn attribute<'a>(key: &'a str, escaped: &'a str) -> Attribute<'a> {
     }
 }
 
-/// `<data key="key">escaped</data>`.
-fn data<W: Write>(w: &mut Writer<W>, key: &str, escaped: &str) -> std::io::Result<()> {
-    w.create_element("data")
-        .with_attribute(("key", key))
-        .write_text_content(BytesText::from_escaped(escaped))?;
-    Ok(())
+/// One line `    <NAME ...><data key="k">v</data>...</NAME>` (`start`
+/// names the element and holds its attributes; values already escaped).
+fn element<'a, W: Write>(
+    w: &mut Writer<W>,
+    start: BytesStart<'_>,
+    data: impl Iterator<Item = (&'a str, &'a str)>,
+) -> std::io::Result<()> {
+    let name = String::from_utf8_lossy(start.name().as_ref()).into_owned();
+    w.get_mut().write_all(b"    ")?;
+    w.write_event(Event::Start(start))?;
+    for (key, escaped) in data {
+        w.create_element("data")
+            .with_attribute(("key", key))
+            .write_text_content(BytesText::from_escaped(escaped))?;
+    }
+    w.write_event(Event::End(BytesEnd::new(name)))?;
+    w.get_mut().write_all(b"\n")
+}
+
+/// `indent</name>` and a line end.
+fn end<W: Write>(w: &mut Writer<W>, indent: &str, name: &str) -> std::io::Result<()> {
+    w.get_mut().write_all(indent.as_bytes())?;
+    w.write_event(Event::End(BytesEnd::new(name)))?;
+    w.get_mut().write_all(b"\n")
 }
 
 /// A node id, escaped; an empty id is refused (igraph cannot read one).
@@ -167,7 +185,8 @@ impl GraphmlWriter {
         let schema = &schema;
         for row in 0..batch.num_rows() {
             let number = self.edge_count + 1;
-            let at = |c: usize| move || format!("edge row {number}, column {}", schema.field(c).name());
+            let at =
+                |c: usize| move || format!("edge row {number}, column {}", schema.field(c).name());
             let (Some(s), Some(t)) = (&source[row], &target[row]) else {
                 return Err(DataFusionError::Execution(format!(
                     "GraphML: an edge with a NULL endpoint ({} or {} is NULL, edge row {number})",
@@ -189,19 +208,13 @@ impl GraphmlWriter {
                         .transpose()
                 })
                 .collect::<Result<Vec<_>>>()?;
-            let w = &mut self.edges;
-            let written = (|| {
-                w.get_mut().write_all(b"    ")?;
-                w.write_event(Event::Start(start))?;
-                for (key, value) in self.edge_keys.iter().zip(&values) {
-                    if let Some(v) = value {
-                        data(w, key, v)?;
-                    }
-                }
-                w.write_event(Event::End(BytesEnd::new("edge")))?;
-                w.get_mut().write_all(b"\n")
-            })();
-            written.map_err(|e| io_error("write", &self.edges_path, e))?;
+            let data = self.edge_keys.iter().zip(&values);
+            element(
+                &mut self.edges,
+                start,
+                data.filter_map(|(k, v)| Some((k.as_str(), v.as_deref()?))),
+            )
+            .map_err(|e| io_error("write", &self.edges_path, e))?;
             let si = self.node(s);
             let ti = self.node(t);
             self.degrees[si] += 1;
@@ -241,15 +254,9 @@ impl GraphmlWriter {
         let mut edges =
             File::open(&self.edges_path).map_err(|e| io_error("read", &self.edges_path, e))?;
         std::io::copy(&mut edges, out.get_mut()).map_err(io)?;
-        let tail = (|| {
-            out.get_mut().write_all(b"  ")?;
-            out.write_event(Event::End(BytesEnd::new("graph")))?;
-            out.get_mut().write_all(b"\n")?;
-            out.write_event(Event::End(BytesEnd::new("graphml")))?;
-            out.get_mut().write_all(b"\n")?;
-            out.get_mut().flush()
-        })();
-        tail.map_err(io)?;
+        end(&mut out, "  ", "graph").map_err(io)?;
+        end(&mut out, "", "graphml").map_err(io)?;
+        out.get_mut().flush().map_err(io)?;
         drop(out);
         std::fs::rename(&part, &self.path).map_err(|e| io_error("write", &self.path, e))?;
         Ok(self.edge_count)
@@ -335,28 +342,24 @@ impl GraphmlWriter {
             };
             let mut start = BytesStart::new("node");
             start.push_attribute(attribute("id", &xml));
-            let written = (|| {
-                out.get_mut().write_all(b"    ")?;
-                out.write_event(Event::Start(start))?;
-                if own_name {
-                    data(out, "name", &xml)?;
-                }
-                data(out, "degree", &degree.to_string())?;
-                match (table.and_then(|t| t.name_column), row) {
-                    // An endpoint the table does not list is named by its id.
-                    (Some(k), None) => data(out, &format!("n{k}"), &xml)?,
-                    _ => {
-                        for (k, v) in values.iter().enumerate() {
-                            if let Some(v) = v {
-                                data(out, &format!("n{k}"), v)?;
-                            }
-                        }
-                    }
-                }
-                out.write_event(Event::End(BytesEnd::new("node")))?;
-                out.get_mut().write_all(b"\n")
-            })();
-            written.map_err(|e| io_error("write", part, e))?;
+            let degree = degree.to_string();
+            let mut data = Vec::with_capacity(values.len() + 2);
+            if own_name {
+                data.push(("name".to_string(), xml.as_ref()));
+            }
+            data.push(("degree".to_string(), degree.as_str()));
+            match (table.and_then(|t| t.name_column), row) {
+                // An endpoint the table does not list is named by its id.
+                (Some(k), None) => data.push((format!("n{k}"), xml.as_ref())),
+                _ => data.extend(
+                    values
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(k, v)| Some((format!("n{k}"), v.as_deref()?))),
+                ),
+            }
+            element(out, start, data.iter().map(|(k, v)| (k.as_str(), *v)))
+                .map_err(|e| io_error("write", part, e))?;
         }
         Ok(())
     }
@@ -613,9 +616,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("net.graphml");
         let cases = [
-            (pairs(vec!["A", "G\u{1}"], vec!["B", "G\u{2}"]), "edge row 2, column gene_i is \"G\\u{1}\""),
-            (pairs(vec!["A", "B"], vec!["B", "\u{FFFF}"]), "edge row 2, column gene_j"),
-            (pairs(vec!["A", ""], vec!["B", "C"]), "edge row 2, column gene_i is an empty string"),
+            (
+                pairs(vec!["A", "G\u{1}"], vec!["B", "G\u{2}"]),
+                "edge row 2, column gene_i is \"G\\u{1}\"",
+            ),
+            (
+                pairs(vec!["A", "B"], vec!["B", "\u{FFFF}"]),
+                "edge row 2, column gene_j",
+            ),
+            (
+                pairs(vec!["A", ""], vec!["B", "C"]),
+                "edge row 2, column gene_i is an empty string",
+            ),
         ];
         for (batch, needle) in cases {
             let mut w =

@@ -204,9 +204,12 @@ async fn copy_keeps_ids_apart_refuses_control_characters_and_names_every_node() 
             "<node id=\"H\"><data key=\"name\">H</data><data key=\"degree\">1</data></node>",
         ]
     );
-    run(&ctx, "CREATE VIEW named AS SELECT column1 AS id, column2 AS name FROM ann")
-        .await
-        .unwrap();
+    run(
+        &ctx,
+        "CREATE VIEW named AS SELECT column1 AS id, column2 AS name FROM ann",
+    )
+    .await
+    .unwrap();
     run(
         &ctx,
         &format!(

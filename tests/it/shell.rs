@@ -243,7 +243,10 @@ fn bad_flags_and_values_are_refused_naming_the_flag() {
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(out.stdout.is_empty(), "{args:?}");
         for needle in needles {
-            assert!(stderr.contains(needle), "{args:?}: '{needle}' missing from {stderr}");
+            assert!(
+                stderr.contains(needle),
+                "{args:?}: '{needle}' missing from {stderr}"
+            );
         }
     }
     // --flag=value and a SQL comment as -c's value.

@@ -200,7 +200,12 @@ fn shell_help_version_and_completions_run() {
         format!("datafusion-kendall {}", env!("CARGO_PKG_VERSION"))
     );
     let bash = run(&["completions", "bash"]);
-    for needle in ["_datafusion-kendall()", "--maxrows", "scheduler", "complete -F"] {
+    for needle in [
+        "_datafusion-kendall()",
+        "--maxrows",
+        "scheduler",
+        "complete -F",
+    ] {
         assert!(bash.contains(needle), "'{needle}' missing from:\n{bash}");
     }
     if cfg!(feature = "ballista") {

@@ -59,10 +59,20 @@ struct Cli {
 #[derive(Debug, clap::Args)]
 struct RunArgs {
     /// Run SQL (one or more statements); repeatable, in order with --file
-    #[arg(short = 'c', long = "command", value_name = "SQL", allow_hyphen_values = true)]
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "SQL",
+        allow_hyphen_values = true
+    )]
     commands: Vec<String>,
     /// Run the SQL statements in FILE; repeatable
-    #[arg(short = 'f', long = "file", value_name = "FILE", allow_hyphen_values = true)]
+    #[arg(
+        short = 'f',
+        long = "file",
+        value_name = "FILE",
+        allow_hyphen_values = true
+    )]
     files: Vec<String>,
     /// Output format
     #[arg(long, value_enum, ignore_case = true, default_value_t = Format::Table)]
@@ -228,8 +238,7 @@ fn sources(matches: &ArgMatches) -> Vec<Source> {
         ("commands", Source::Command as fn(String) -> Source),
         ("files", Source::File),
     ] {
-        if let (Some(at), Some(values)) = (matches.indices_of(id), matches.get_many::<String>(id))
-        {
+        if let (Some(at), Some(values)) = (matches.indices_of(id), matches.get_many::<String>(id)) {
             sources.extend(at.zip(values.cloned().map(make)));
         }
     }
@@ -296,9 +305,15 @@ mod tests {
         assert!(err.contains("'xml'") && err.contains("--format"), "{err}");
         assert!(err.contains("table, csv, tsv, json, ndjson"), "{err}");
         let err = parse(&["-c"]).unwrap_err();
-        assert!(err.contains("a value is required for '--command <SQL>'"), "{err}");
+        assert!(
+            err.contains("a value is required for '--command <SQL>'"),
+            "{err}"
+        );
         let err = parse(&["-p", "0"]).unwrap_err();
-        assert!(err.contains("--partitions <N>") && err.contains("positive"), "{err}");
+        assert!(
+            err.contains("--partitions <N>") && err.contains("positive"),
+            "{err}"
+        );
         assert_eq!(run(&["--maxrows", "inf"]).maxrows, None);
         assert_eq!(run(&["--maxrows=7"]).maxrows, Some(7));
         let err = parse(&["--maxrows", "-1"]).unwrap_err();
@@ -310,12 +325,19 @@ mod tests {
             Some("df://127.0.0.1:50050")
         );
         let err = parse(&["--quite"]).unwrap_err();
-        assert!(err.contains("'--quite'") && err.contains("'--quiet'"), "{err}");
+        assert!(
+            err.contains("'--quite'") && err.contains("'--quiet'"),
+            "{err}"
+        );
         assert!(matches!(
             parse(&["completions", "zsh"]),
             Ok(Parsed::Completions(clap_complete::Shell::Zsh))
         ));
-        assert!(parse(&["completions", "tcsh"]).unwrap_err().contains("bash"));
+        assert!(
+            parse(&["completions", "tcsh"])
+                .unwrap_err()
+                .contains("bash")
+        );
     }
 
     #[test]
@@ -398,7 +420,10 @@ mod cluster_tests {
         assert_eq!(e.concurrent_tasks, 1);
         assert_eq!(e.heartbeat_interval_seconds, 2);
         let err = parse(&["executor", "--bind-port", "x"]).unwrap_err();
-        assert!(err.contains("invalid value 'x' for '--bind-port <PORT>'"), "{err}");
+        assert!(
+            err.contains("invalid value 'x' for '--bind-port <PORT>'"),
+            "{err}"
+        );
         let err = parse(&["scheduler", "--bogus", "1"]).unwrap_err();
         assert!(err.contains("unexpected argument '--bogus'"), "{err}");
         let err = parse(&["executor", "--bind-prot", "1"]).unwrap_err();
@@ -419,17 +444,31 @@ mod cluster_tests {
         );
         assert_eq!(s.executor_timeout_seconds, DEFAULT_EXECUTOR_TIMEOUT_SECONDS);
         assert_eq!(s.expire_dead_executor_interval_seconds, 2);
-        assert_eq!((s.task_max_failures, s.no_executors_grace_period_seconds), (4, None));
+        assert_eq!(
+            (s.task_max_failures, s.no_executors_grace_period_seconds),
+            (4, None)
+        );
         let Ok(Parsed::Executor(e)) = parse(&["executor"]) else {
             panic!("executor not parsed");
         };
         assert_eq!(e, ExecutorOptions::default());
         assert_eq!(
-            (e.scheduler_host.as_str(), e.scheduler_port, e.bind_port, e.bind_grpc_port),
+            (
+                e.scheduler_host.as_str(),
+                e.scheduler_port,
+                e.bind_port,
+                e.bind_grpc_port
+            ),
             ("localhost", 50050, 50051, 50052)
         );
-        assert_eq!((e.external_host.as_deref(), e.work_dir.as_deref()), (None, None));
-        assert_eq!(e.heartbeat_interval_seconds, DEFAULT_HEARTBEAT_INTERVAL_SECONDS);
+        assert_eq!(
+            (e.external_host.as_deref(), e.work_dir.as_deref()),
+            (None, None)
+        );
+        assert_eq!(
+            e.heartbeat_interval_seconds,
+            DEFAULT_HEARTBEAT_INTERVAL_SECONDS
+        );
         assert!(e.concurrent_tasks >= 1);
         let scheduler = help("scheduler");
         for needle in [

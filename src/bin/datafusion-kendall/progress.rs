@@ -26,8 +26,7 @@ const DELAY: Duration = Duration::from_millis(500);
 const LOADING: &str = "{spinner} loading and ranking the input... {elapsed}";
 
 /// `[#####.....]  42%  1.05e8 / 2.48e8 pairs  3.10e7 pairs/s  ETA 5s`.
-const PAIRS: &str =
-    "[{bar:30}] {percent:>3}%  {done} / {total} pairs  {rate} pairs/s  ETA {eta}";
+const PAIRS: &str = "[{bar:30}] {percent:>3}%  {done} / {total} pairs  {rate} pairs/s  ETA {eta}";
 
 /// A running progress bar; dropping it (or [`ProgressBar::finish`]) stops
 /// and erases it.
@@ -46,11 +45,7 @@ impl ProgressBar {
         let bar = indicatif::ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
         bar.set_style(style(LOADING));
         let stopped = Arc::new(Mutex::new(false));
-        let ticker = tokio::spawn(tick(
-            bar.clone(),
-            Arc::clone(plan),
-            Arc::clone(&stopped),
-        ));
+        let ticker = tokio::spawn(tick(bar.clone(), Arc::clone(plan), Arc::clone(&stopped)));
         Some(ProgressBar {
             bar,
             stopped,
@@ -87,7 +82,11 @@ impl Drop for ProgressBar {
 
 /// Shows `bar` after [`DELAY`], then hands it the plan's counters every
 /// [`TICK`] until stopped.
-async fn tick(bar: indicatif::ProgressBar, plan: Arc<dyn ExecutionPlan>, stopped: Arc<Mutex<bool>>) {
+async fn tick(
+    bar: indicatif::ProgressBar,
+    plan: Arc<dyn ExecutionPlan>,
+    stopped: Arc<Mutex<bool>>,
+) {
     tokio::time::sleep(DELAY).await;
     let (mut shown, mut counting) = (false, false);
     loop {
