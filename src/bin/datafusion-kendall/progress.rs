@@ -7,7 +7,6 @@
 //! [`DELAY`], is erased while results are written ([`ProgressBar::suspend`])
 //! and when the query ends.
 
-use std::fmt::Write as _;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
