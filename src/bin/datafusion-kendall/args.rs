@@ -42,6 +42,7 @@ Example:
 #[derive(Debug, Parser)]
 #[command(
     name = "datafusion-kendall",
+    bin_name = "datafusion-kendall",
     version,
     about = "A SQL shell with the kendall_all_pairs table function",
     after_help = AFTER_HELP,
@@ -246,11 +247,15 @@ fn sources(matches: &ArgMatches) -> Vec<Source> {
     sources.into_iter().map(|(_, s)| s).collect()
 }
 
-/// Writes the completion script for `shell` to standard output.
+/// Writes the completion script for `shell` to standard output (a closed
+/// pipe ends it quietly).
 pub fn print_completions(shell: clap_complete::Shell) {
+    use std::io::Write;
     let mut command = Cli::command();
     let name = command.get_name().to_string();
-    clap_complete::generate(shell, &mut command, name, &mut std::io::stdout());
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, name, &mut script);
+    let _ = std::io::stdout().write_all(&script);
 }
 
 #[cfg(test)]
