@@ -200,9 +200,9 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    let matches = Cli::command().try_get_matches_from(args)?;
+    let matches = command().try_get_matches_from(args)?;
     let cli = Cli::from_arg_matches(&matches)?;
-    let invalid = |msg: String| Cli::command().error(clap::error::ErrorKind::ValueValidation, msg);
+    let invalid = |msg: String| command().error(clap::error::ErrorKind::ValueValidation, msg);
     match cli.command {
         None => Ok(Parsed::Run(Args {
             sources: sources(&matches),
@@ -232,6 +232,13 @@ where
     }
 }
 
+/// The command line's definition. The cluster subcommands' flags take
+/// negative numbers as values, so that `--bind-port -5` is refused as a bad
+/// value of `--bind-port`, not as an unknown flag `-5`.
+fn command() -> clap::Command {
+    Cli::command().mut_subcommands(|c| c.allow_negative_numbers(true))
+}
+
 /// `-c` and `-f` values in the order they were given.
 fn sources(matches: &ArgMatches) -> Vec<Source> {
     let mut sources = Vec::new();
@@ -251,7 +258,7 @@ fn sources(matches: &ArgMatches) -> Vec<Source> {
 /// pipe ends it quietly).
 pub fn print_completions(shell: clap_complete::Shell) {
     use std::io::Write;
-    let mut command = Cli::command();
+    let mut command = command();
     let name = command.get_name().to_string();
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut command, name, &mut script);
@@ -283,7 +290,7 @@ mod tests {
 
     #[test]
     fn definitions_are_consistent() {
-        Cli::command().debug_assert();
+        command().debug_assert();
     }
 
     #[test]
@@ -543,7 +550,7 @@ mod cluster_tests {
             ),
             (
                 &["scheduler", "--executor-timeout-seconds", "-5"],
-                "'--executor-timeout-seconds <S>'",
+                "invalid value '-5' for '--executor-timeout-seconds <S>'",
             ),
             (
                 &["scheduler", "--expire-dead-executor-interval-seconds", "0"],
