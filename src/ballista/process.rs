@@ -30,7 +30,9 @@ pub const DEFAULT_EXECUTOR_TIMEOUT_SECONDS: u64 = 10;
 /// Our default of `--expire-dead-executor-interval-seconds` (Ballista's: 15 s).
 pub const DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS: u64 = 2;
 
-/// A scheduler's settings (`datafusion-kendall scheduler --help`).
+/// A scheduler's settings: the flags of `datafusion-kendall scheduler`
+/// (clap), whose attributes below are the one home of their defaults and
+/// help ([`Default`] parses no flags).
 ///
 /// The liveness defaults are ours, not Ballista's: with Ballista's (a 180 s
 /// timeout checked every 15 s, executors heartbeating every 60 s) a killed
@@ -38,41 +40,53 @@ pub const DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS: u64 = 2;
 /// ours (10 s, every 2 s, heartbeats every 2 s) the executor is dropped 8
 /// to 13 s after the kill (the timeout less the time since its last
 /// heartbeat, plus up to one check) and its tasks run again at once.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct SchedulerOptions {
-    /// `--bind-host`: the address the gRPC service listens on.
+    /// Address to listen on
+    #[arg(long, value_name = "HOST", default_value = "127.0.0.1")]
     pub bind_host: String,
-    /// `--bind-port`.
+    /// Port to listen on
+    #[arg(long, value_name = "PORT", default_value_t = 50050)]
     pub bind_port: u16,
-    /// `--external-host`: how executors and clients reach this scheduler.
+    /// How executors and clients reach this scheduler
+    #[arg(long, value_name = "HOST", default_value = "localhost")]
     pub external_host: String,
-    /// `--executor-timeout-seconds`: an executor silent this long is dead:
-    /// it is removed (and told to stop) and its tasks, finished ones whose
-    /// output it held included, run again elsewhere. Must be more than the
-    /// executors' heartbeat interval and than
-    /// [`Self::expire_dead_executor_interval_seconds`].
-    pub executor_timeout_seconds: u64,
-    /// `--expire-dead-executor-interval-seconds`: how often that is checked.
-    pub expire_dead_executor_interval_seconds: u64,
-    /// `--no-executors-grace-period-seconds`: once the last executor is
-    /// gone, how long running queries wait for one to (re)register before
-    /// they fail (`0`: fail at once). `None`: the executor timeout.
-    pub no_executors_grace_period_seconds: Option<u64>,
-    /// `--task-max-failures`: attempts of one task before its job fails.
+    /// Attempts of a task before its query fails
+    #[arg(long, value_name = "N",
+          default_value_t = SchedulerConfig::default().task_max_failures)]
     pub task_max_failures: usize,
+    /// An executor with no heartbeat for S seconds is dead: it is dropped
+    /// (and told to stop) and its tasks, finished ones whose output it held
+    /// too, run again on the others. Keep it several times the executors'
+    /// heartbeat interval (default 2 s) and more than the check interval
+    #[arg(long, value_name = "S", help_heading = LIVENESS,
+          default_value_t = DEFAULT_EXECUTOR_TIMEOUT_SECONDS)]
+    pub executor_timeout_seconds: u64,
+    /// How often executors are checked for that timeout
+    #[arg(long, value_name = "S", help_heading = LIVENESS,
+          default_value_t = DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS)]
+    pub expire_dead_executor_interval_seconds: u64,
+    /// Once the last executor is gone, running queries wait S seconds for
+    /// one to (re)register, then fail; 0 fails them at once [default: the
+    /// executor timeout]
+    #[arg(long, value_name = "S", help_heading = LIVENESS)]
+    pub no_executors_grace_period_seconds: Option<u64>,
+}
+
+/// The help heading of the liveness flags.
+const LIVENESS: &str = "Liveness (our defaults, not Ballista's 180 s / 15 s: a killed \
+                        executor's tasks run again elsewhere about 10 s after it died)";
+
+/// The value of `T`'s flags when none is given: their defaults.
+fn defaults<T: clap::Args + clap::FromArgMatches>() -> T {
+    let command = T::augment_args(clap::Command::new("defaults").no_binary_name(true));
+    let matches = command.get_matches_from(std::iter::empty::<String>());
+    T::from_arg_matches(&matches).expect("every flag has a default or is optional")
 }
 
 impl Default for SchedulerOptions {
     fn default() -> Self {
-        Self {
-            bind_host: "127.0.0.1".into(),
-            bind_port: 50050,
-            external_host: "localhost".into(),
-            executor_timeout_seconds: DEFAULT_EXECUTOR_TIMEOUT_SECONDS,
-            expire_dead_executor_interval_seconds: DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS,
-            no_executors_grace_period_seconds: None,
-            task_max_failures: SchedulerConfig::default().task_max_failures,
-        }
+        defaults()
     }
 }
 
@@ -125,51 +139,50 @@ impl SchedulerOptions {
     }
 }
 
-/// An executor's settings (`datafusion-kendall executor --help`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An executor's settings: the flags of `datafusion-kendall executor`
+/// (clap), whose attributes below are the one home of their defaults and
+/// help ([`Default`] parses no flags).
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct ExecutorOptions {
-    /// `--scheduler-host`.
+    /// The scheduler
+    #[arg(long, value_name = "HOST", default_value = "localhost")]
     pub scheduler_host: String,
-    /// `--scheduler-port`.
+    /// Its port
+    #[arg(long, value_name = "PORT", default_value_t = 50050)]
     pub scheduler_port: u16,
-    /// `--bind-host`: the address the Flight (shuffle) service listens on.
+    /// Address to listen on
+    #[arg(long, value_name = "HOST", default_value_t = ExecutorProcessConfig::default().bind_host)]
     pub bind_host: String,
-    /// `--bind-port`: the Arrow Flight port other executors and clients
-    /// fetch results from.
+    /// Arrow Flight port, results are fetched from it
+    #[arg(long, value_name = "PORT", default_value_t = ExecutorProcessConfig::default().port)]
     pub bind_port: u16,
-    /// `--bind-grpc-port`: the port of the executor's gRPC service.
+    /// gRPC port
+    #[arg(long, value_name = "PORT",
+          default_value_t = ExecutorProcessConfig::default().grpc_port)]
     pub bind_grpc_port: u16,
-    /// `--external-host`: how others reach this executor (default: its bind host).
+    /// How others reach it [default: the bind host]
+    #[arg(long, value_name = "HOST")]
     pub external_host: Option<String>,
-    /// `--concurrent-tasks`: task slots (default: the number of cores).
+    /// Task slots [default: number of cores]
+    #[arg(long, value_name = "N", hide_default_value = true,
+          default_value_t = ExecutorProcessConfig::default().vcores)]
     pub concurrent_tasks: usize,
-    /// `--work-dir`: where shuffle files go (default: a temporary directory).
+    /// Where shuffle files go [default: a temporary directory]
+    #[arg(long, value_name = "DIR")]
     pub work_dir: Option<String>,
-    /// `--executor-heartbeat-interval-seconds`: how often the executor
-    /// tells the scheduler it is alive (default
-    /// [`DEFAULT_HEARTBEAT_INTERVAL_SECONDS`]). Heartbeats run on their own
-    /// task at normal priority while tasks compute on lower-priority
-    /// threads, so a busy executor keeps sending them. Keep it well under
-    /// the scheduler's `--executor-timeout-seconds`. After five failed
-    /// heartbeats in a row (the scheduler unreachable for about five
-    /// intervals) the executor stops itself.
+    /// How often it tells the scheduler it is alive, also while busy (its
+    /// heartbeats run at normal priority, tasks on lower-priority threads);
+    /// keep it well under the scheduler's --executor-timeout-seconds
+    /// (default 10). After 5 failed heartbeats in a row (no scheduler for
+    /// about 5 intervals) the executor stops itself
+    #[arg(long = "executor-heartbeat-interval-seconds", value_name = "S",
+          default_value_t = DEFAULT_HEARTBEAT_INTERVAL_SECONDS)]
     pub heartbeat_interval_seconds: u64,
 }
 
 impl Default for ExecutorOptions {
     fn default() -> Self {
-        let ballista = ExecutorProcessConfig::default();
-        Self {
-            scheduler_host: "localhost".into(),
-            scheduler_port: 50050,
-            bind_host: ballista.bind_host,
-            bind_port: ballista.port,
-            bind_grpc_port: ballista.grpc_port,
-            external_host: None,
-            concurrent_tasks: ballista.vcores,
-            work_dir: None,
-            heartbeat_interval_seconds: DEFAULT_HEARTBEAT_INTERVAL_SECONDS,
-        }
+        defaults()
     }
 }
 

@@ -171,3 +171,73 @@ async fn bad_options_targets_and_reads_are_refused() {
         &["GRAPHML"],
     );
 }
+
+/// Ids with a tab and with a space are two nodes (the tab is written as
+/// `&#9;`, which XML parsers keep); ids with control characters XML cannot
+/// hold are refused naming the edge row, not merged into one U+FFFD node;
+/// an endpoint the node table (with a `name` column) does not list is
+/// named by its id.
+#[tokio::test]
+async fn copy_keeps_ids_apart_refuses_control_characters_and_names_every_node() {
+    let ctx = ctx(1);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("net.graphml");
+    run(
+        &ctx,
+        &format!(
+            "CREATE VIEW ann AS VALUES ('G' || chr(9) || '1', 'tabbed'); \
+             COPY (SELECT column1 AS a, column2 AS b FROM (VALUES \
+               ('G' || chr(9) || '1', 'G 1'), ('G 1', 'H'))) TO '{}' \
+             OPTIONS ('nodes' 'ann')",
+            path.display()
+        ),
+    )
+    .await
+    .unwrap();
+    let nodes = lines(&path, "<node ");
+    assert_eq!(
+        nodes,
+        [
+            "<node id=\"G&#9;1\"><data key=\"name\">G&#9;1</data><data key=\"degree\">1</data>\
+             <data key=\"n0\">tabbed</data></node>",
+            "<node id=\"G 1\"><data key=\"name\">G 1</data><data key=\"degree\">2</data></node>",
+            "<node id=\"H\"><data key=\"name\">H</data><data key=\"degree\">1</data></node>",
+        ]
+    );
+    run(
+        &ctx,
+        "CREATE VIEW named AS SELECT column1 AS id, column2 AS name FROM ann",
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        &format!(
+            "COPY (SELECT 'G' || chr(9) || '1' AS a, 'H' AS b) TO '{}' OPTIONS ('nodes' 'named')",
+            path.display()
+        ),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        lines(&path, "<node "),
+        [
+            "<node id=\"G&#9;1\"><data key=\"degree\">1</data><data key=\"n0\">tabbed</data></node>",
+            "<node id=\"H\"><data key=\"degree\">1</data><data key=\"n0\">H</data></node>",
+        ]
+    );
+    std::fs::remove_file(&path).unwrap();
+    assert_contains(
+        &error(
+            &ctx,
+            &format!(
+                "COPY (SELECT column1 AS a, column2 AS b FROM (VALUES ('A', 'B'), \
+                 ('G' || chr(1), 'G' || chr(2)))) TO '{}'",
+                path.display()
+            ),
+        )
+        .await,
+        &["edge row 2, column a is \"G\\u{1}\"", "U+0001", "XML 1.0"],
+    );
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}

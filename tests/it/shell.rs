@@ -223,6 +223,38 @@ fn copy_to_a_directory_writes_parquet() {
     assert_eq!(written, sorted(&network));
 }
 
+/// Unknown flags and bad values stop the shell before it runs anything,
+/// with exit code 2 and an error naming the flag.
+#[test]
+fn bad_flags_and_values_are_refused_naming_the_flag() {
+    for (args, needles) in [
+        (
+            &["--quite", "-c", "SELECT 1"][..],
+            &["unexpected argument '--quite'", "'--quiet'"][..],
+        ),
+        (&["--format", "xml"], &["'xml'", "'--format <FORMAT>'"]),
+        (&["--maxrows=many"], &["'many'", "'--maxrows <N|inf>'"]),
+        (&["-p", "0"], &["'--partitions <N>'", "positive"]),
+        (&["-c"], &["'--command <SQL>'"]),
+        (&["schedular"], &["'schedular'", "'scheduler'"]),
+    ] {
+        let out = output(args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        for needle in needles {
+            assert!(
+                stderr.contains(needle),
+                "{args:?}: '{needle}' missing from {stderr}"
+            );
+        }
+    }
+    // --flag=value and a SQL comment as -c's value.
+    let out = output(&["--format=csv", "-q", "-c", "-- a comment\nSELECT 7 AS v"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "v\n7\n");
+}
+
 #[test]
 fn shell_commands_and_settings() {
     let mut child = shell(&[])

@@ -162,6 +162,59 @@ fn sql_examples_run() {
     }
 }
 
+/// The shell's documented informational commands run: `--help` (generated
+/// from the flag definitions), `--version` and `completions bash`.
+#[test]
+fn shell_help_version_and_completions_run() {
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_datafusion-kendall"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let help = run(&["--help"]);
+    for needle in [
+        "Usage: datafusion-kendall [OPTIONS]",
+        "-c, --command <SQL>",
+        "-f, --file <FILE>",
+        "--format <FORMAT>",
+        "--maxrows <N|inf>",
+        "-q, --quiet",
+        "-p, --partitions <N>",
+        "--remote <URL>",
+        "-V, --version",
+        "scheduler",
+        "executor",
+        "completions",
+    ] {
+        assert!(help.contains(needle), "'{needle}' missing from:\n{help}");
+    }
+    assert_eq!(
+        run(&["--version"]).trim(),
+        format!("datafusion-kendall {}", env!("CARGO_PKG_VERSION"))
+    );
+    let bash = run(&["completions", "bash"]);
+    for needle in [
+        "_datafusion-kendall()",
+        "--maxrows",
+        "scheduler",
+        "complete -F",
+    ] {
+        assert!(bash.contains(needle), "'{needle}' missing from:\n{bash}");
+    }
+    if cfg!(feature = "ballista") {
+        let scheduler = run(&["scheduler", "--help"]);
+        assert!(scheduler.contains("--bind-port <PORT>"), "{scheduler}");
+        assert!(scheduler.contains("[default: 50050]"), "{scheduler}");
+    }
+}
+
 /// Copies the directory `from` (files and subdirectories) to `to`.
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();

@@ -60,3 +60,69 @@ test_that("kendall_write_graphml writes any edge table; igraph reads it back", {
   expect_error(kendall_write_graphml(edges, file, nodes = nodes, node_key = "nope"), "no column 'nope'")
   expect_error(kendall_write_graphml(edges, "s3://bucket/net.graphml"), "local files")
 })
+
+test_that("ids and values from all of Unicode read back equal through igraph, or are refused naming the row", {
+  skip_if_not_installed("igraph")
+  set.seed(20261127)
+  # Whitespace XML parsers normalise, markup, quotes, combining marks, bidi
+  # and zero-width characters, C1 controls, line separators, a BOM, astral
+  # characters; then code points from all planes (no surrogates, no
+  # characters XML 1.0 cannot hold).
+  pieces <- c("\t", "\n", "\r", " ", "&", "<", ">", "\"", "'", "e\u0301", "\u00e9",
+              "\u0301", "\u200b", "\u202e", "\u0085", "\u2028", "\ufeff", "\u007f",
+              "\U0001f9ec", "\U0010fffd", "G", "1")
+  code_points <- c(0x20:0x7e, 0xa0:0xd7ff, 0xe000:0xfffd, 0x10000:0x10ffff)
+  draw <- function(min = 1) {
+    n <- sample(min:5, 1)
+    if (n == 0) return("")
+    parts <- ifelse(runif(n) < 0.5, sample(pieces, n, replace = TRUE),
+                    vapply(sample(code_points, n), intToUtf8, ""))
+    paste0(parts, collapse = "")
+  }
+  graphs <- 20
+  for (i in seq_len(graphs)) {
+    ids <- c("G\t1", "G 1", "G\n1", "G\r1", "e\u0301", "\u00e9", " x", "x ")
+    while (length(ids) < 20) ids <- unique(c(ids, draw()))
+    ids <- sample(ids)
+    pairs <- t(combn(length(ids), 2))
+    pairs <- pairs[sample(nrow(pairs), 30), ]
+    edges <- data.frame(from = ids[pairs[, 1]], to = ids[pairs[, 2]],
+                        label = vapply(seq_len(30), function(i) draw(0), ""),
+                        w = runif(30, -1, 1), stringsAsFactors = FALSE)
+    nodes <- data.frame(id = ids[1:10], note = vapply(1:10, function(i) draw(0), ""),
+                        stringsAsFactors = FALSE)
+    file <- tempfile(fileext = ".graphml")
+    kendall_write_graphml(edges, file, nodes = nodes, all_nodes = TRUE)
+    g <- igraph::read_graph(file, format = "graphml")
+    # Vertex names (igraph's `id` attribute, the GraphML id as libxml2 hands
+    # it over, holds "&#38;" for "&").
+    v <- igraph::V(g)$name
+    # The endpoints and, with all_nodes, the node table's ids.
+    expect_setequal(v, union(c(edges$from, edges$to), nodes$id))
+    at <- match(v, nodes$id)
+    # igraph reads an absent string attribute as "".
+    expect_identical(igraph::V(g)$note, ifelse(is.na(at), "", nodes$note[at]))
+    expect_identical(igraph::V(g)$degree,
+                     as.numeric(table(factor(c(edges$from, edges$to), levels = v))))
+    ends <- igraph::ends(g, igraph::E(g), names = FALSE)
+    # Edges in the file's (the rows') order; igraph may swap the ends of an
+    # undirected edge.
+    a <- v[ends[, 1]]
+    b <- v[ends[, 2]]
+    expect_true(all((a == edges$from & b == edges$to) | (a == edges$to & b == edges$from)))
+    expect_identical(igraph::E(g)$label, edges$label)
+    expect_identical(igraph::E(g)$w, edges$w)
+    unlink(file)
+  }
+  # What XML 1.0 cannot hold, and an empty id, are refused naming the row.
+  file <- tempfile(fileext = ".graphml")
+  for (c in c(1:8, 11, 12, 14:31)) {
+    bad <- data.frame(from = c("a", "b", paste0("c", intToUtf8(c))), to = c("b", "c", "a"))
+    expect_error(kendall_write_graphml(bad, file),
+                 sprintf("edge row 3, column from .*U\\+%04X", c))
+  }
+  expect_error(kendall_write_graphml(data.frame(from = c("a", ""), to = c("b", "a")), file),
+               "edge row 2, column from is an empty string")
+  expect_false(file.exists(file))
+  message(sprintf("GraphML round trip through igraph: %d graphs, %d refusals", graphs, 29))
+})

@@ -1,41 +1,117 @@
-//! Command-line arguments of the shell.
+//! Command-line arguments of the shell, defined once with clap: parsing,
+//! errors (naming the flag, with "did you mean" suggestions), `--help`,
+//! `--version` and the `completions` scripts all come from these
+//! definitions. The cluster subcommands' flags are those of the library's
+//! `SchedulerOptions` and `ExecutorOptions`.
 
-/// Help text (`--help`).
-pub const USAGE: &str = "\
-datafusion-kendall: a SQL shell with the kendall_all_pairs table function
+use std::ffi::OsString;
 
-Usage: datafusion-kendall [OPTIONS]
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
+#[cfg(feature = "ballista")]
+use datafusion_kendall::ballista::process::{ExecutorOptions, SchedulerOptions};
 
-Options:
-  -c, --command SQL      Run SQL (one or more statements); repeatable
-  -f, --file FILE        Run the SQL statements in FILE; repeatable
-      --format FORMAT    Output format: table (default), csv, tsv, json or ndjson
-      --maxrows N|inf    Rows shown by the table format (default 40); the query
-                         still runs to the end and the total is reported
-  -q, --quiet            Print results only: no row counts, timings, COPY counts
-                         or progress bar
-  -p, --partitions N     DataFusion target partitions (default: number of cores)
-      --remote URL       Run queries on the Ballista cluster whose scheduler is
-                         at URL (df://host:port); needs the `ballista` feature
-  -h, --help             Print this help
-  -V, --version          Print the version
+/// Without the `ballista` feature the cluster subcommands take any
+/// arguments and say how to get them.
+#[cfg(not(feature = "ballista"))]
+#[derive(Debug, clap::Args)]
+struct NoBallista {
+    #[arg(hide = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    _args: Vec<String>,
+}
+#[cfg(not(feature = "ballista"))]
+type SchedulerOptions = NoBallista;
+#[cfg(not(feature = "ballista"))]
+type ExecutorOptions = NoBallista;
 
+/// Rows the table format shows by default (as datafusion-cli).
+pub const DEFAULT_MAXROWS: usize = 40;
+
+/// The text after the options in `--help`.
+const AFTER_HELP: &str = "\
 With no -c or -f, reads statements (ending with ';') from standard input, with
 line editing and history when it is a terminal. Shell commands: \\? help,
 \\q quit, \\d list tables, \\d NAME describe a table. SHOW ALL lists every
 setting (kendall.* included); SHOW ALL VERBOSE adds their descriptions.
 Ctrl-C cancels the running query (and keeps the session); Ctrl-D quits.
 
-Cluster processes (cargo feature `ballista`; `SUBCOMMAND --help` for their options):
-  datafusion-kendall scheduler [OPTIONS]   a Ballista scheduler with our codecs
-  datafusion-kendall executor [OPTIONS]    a Ballista executor with our codecs
-
 Example:
   datafusion-kendall -c \"SELECT * FROM kendall_all_pairs('data/demo_expression.parquet') \\
       WHERE abs(tau) >= 0.8 ORDER BY tau DESC LIMIT 10\"";
 
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "datafusion-kendall",
+    bin_name = "datafusion-kendall",
+    version,
+    about = "A SQL shell with the kendall_all_pairs table function",
+    after_help = AFTER_HELP,
+    args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true
+)]
+struct Cli {
+    #[command(flatten)]
+    run: RunArgs,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// The shell's own flags.
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    /// Run SQL (one or more statements); repeatable, in order with --file
+    #[arg(
+        short = 'c',
+        long = "command",
+        value_name = "SQL",
+        allow_hyphen_values = true
+    )]
+    commands: Vec<String>,
+    /// Run the SQL statements in FILE; repeatable
+    #[arg(
+        short = 'f',
+        long = "file",
+        value_name = "FILE",
+        allow_hyphen_values = true
+    )]
+    files: Vec<String>,
+    /// Output format
+    #[arg(long, value_enum, ignore_case = true, default_value_t = Format::Table)]
+    format: Format,
+    /// Rows shown by the table format (`inf` for all); the query still runs
+    /// to the end and the total is reported
+    #[arg(long, value_name = "N|inf", default_value_t = MaxRows(Some(DEFAULT_MAXROWS)),
+          value_parser = parse_maxrows, allow_negative_numbers = true)]
+    maxrows: MaxRows,
+    /// Print results only: no row counts, timings, COPY counts or progress bar
+    #[arg(short, long)]
+    quiet: bool,
+    /// DataFusion target partitions [default: number of cores]
+    #[arg(short, long, value_name = "N", value_parser = parse_positive,
+          allow_negative_numbers = true)]
+    partitions: Option<usize>,
+    /// Run queries on the Ballista cluster whose scheduler is at URL
+    /// (df://host:port); needs the `ballista` feature
+    #[arg(long, value_name = "URL")]
+    remote: Option<String>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// A Ballista scheduler that knows kendall_all_pairs' plans (cargo feature `ballista`)
+    Scheduler(SchedulerOptions),
+    /// A Ballista executor that runs kendall_all_pairs' tasks (cargo feature `ballista`)
+    Executor(ExecutorOptions),
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell)
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
 /// How result rows are written to standard output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
     /// An aligned table of at most `--maxrows` rows.
     Table,
@@ -46,7 +122,38 @@ pub enum Format {
     /// One JSON array of objects, streamed.
     Json,
     /// One JSON object per line, streamed.
+    #[value(name = "ndjson", alias = "nd-json")]
     NdJson,
+}
+
+/// `--maxrows`: a count, or `None` for all rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MaxRows(Option<usize>);
+
+impl std::fmt::Display for MaxRows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(n) => write!(f, "{n}"),
+            None => f.write_str("inf"),
+        }
+    }
+}
+
+fn parse_maxrows(v: &str) -> Result<MaxRows, String> {
+    match v.to_ascii_lowercase().as_str() {
+        "inf" | "none" | "all" => Ok(MaxRows(None)),
+        n => n
+            .parse()
+            .map(|n| MaxRows(Some(n)))
+            .map_err(|_| "must be a whole number or 'inf'".to_string()),
+    }
+}
+
+fn parse_positive(v: &str) -> Result<usize, String> {
+    v.parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| "must be a positive integer".to_string())
 }
 
 /// Where SQL comes from.
@@ -58,9 +165,10 @@ pub enum Source {
     File(String),
 }
 
-/// Parsed arguments.
+/// Parsed arguments of a shell run.
 #[derive(Debug)]
 pub struct Args {
+    /// `-c` and `-f` in the order given.
     pub sources: Vec<Source>,
     pub format: Format,
     /// Rows the table format shows; `None` for all.
@@ -71,259 +179,90 @@ pub struct Args {
     pub remote: Option<String>,
 }
 
-/// What the command line asks for.
+/// What the command line asks for (`--help` and `--version` are answered
+/// by clap, as an `Err` whose `exit` prints them).
 #[derive(Debug)]
 pub enum Parsed {
     Run(Args),
-    Help,
-    Version,
+    /// `completions SHELL`.
+    Completions(clap_complete::Shell),
     /// `scheduler ...`.
     #[cfg(feature = "ballista")]
-    Scheduler(datafusion_kendall::ballista::process::SchedulerOptions),
+    Scheduler(SchedulerOptions),
     /// `executor ...`.
     #[cfg(feature = "ballista")]
-    Executor(datafusion_kendall::ballista::process::ExecutorOptions),
-    /// `scheduler --help` or `executor --help`.
-    SubcommandHelp(&'static str),
+    Executor(ExecutorOptions),
 }
 
-/// Help text of `scheduler --help`.
-pub const SCHEDULER_USAGE: &str = "\
-datafusion-kendall scheduler: a Ballista scheduler that knows kendall_all_pairs' plans
-
-Usage: datafusion-kendall scheduler [OPTIONS]
-
-Options (named as ballista-scheduler's):
-      --bind-host HOST                   Address to listen on (default 127.0.0.1)
-      --bind-port PORT                   Port to listen on (default 50050)
-      --external-host HOST               How executors reach it (default localhost)
-      --task-max-failures N              Attempts of a task before its query fails
-                                         (default 4)
-
-Liveness (our defaults, not Ballista's 180 s / 15 s: a killed executor's
-tasks run again elsewhere about 10 s after it died, not 3 minutes):
-      --executor-timeout-seconds S       An executor with no heartbeat for S
-                                         seconds is dead: it is dropped (and told
-                                         to stop) and its tasks, finished ones
-                                         whose output it held too, run again on
-                                         the others (default 10). Keep it several
-                                         times the executors' heartbeat interval
-                                         (default 2 s) and more than the check
-                                         interval
-      --expire-dead-executor-interval-seconds S
-                                         How often executors are checked for that
-                                         timeout (default 2)
-      --no-executors-grace-period-seconds S
-                                         Once the last executor is gone, running
-                                         queries wait S seconds for one to
-                                         (re)register, then fail; 0 fails them at
-                                         once (default: the executor timeout)";
-
-/// Help text of `executor --help`.
-pub const EXECUTOR_USAGE: &str = "\
-datafusion-kendall executor: a Ballista executor that runs kendall_all_pairs' tasks
-
-Usage: datafusion-kendall executor [OPTIONS]
-
-Options (named as ballista-executor's):
-      --scheduler-host HOST              The scheduler (default localhost)
-      --scheduler-port PORT              Its port (default 50050)
-      --bind-host HOST                   Address to listen on (default 127.0.0.1)
-      --bind-port PORT                   Arrow Flight port, results are fetched
-                                         from it (default 50051)
-      --bind-grpc-port PORT              gRPC port (default 50052)
-      --external-host HOST               How others reach it (default: bind host)
-      --concurrent-tasks N               Task slots (default: number of cores)
-      --work-dir DIR                     Where shuffle files go (default: a
-                                         temporary directory)
-      --executor-heartbeat-interval-seconds S
-                                         How often it tells the scheduler it is
-                                         alive, also while busy (default 2; keep
-                                         it well under the scheduler's
-                                         --executor-timeout-seconds, default 10).
-                                         After 5 failed heartbeats in a row (no
-                                         scheduler for about 5 intervals) the
-                                         executor stops itself";
-
-/// Rows the table format shows by default (as datafusion-cli).
-pub const DEFAULT_MAXROWS: usize = 40;
-
-/// Parses the arguments after the program name.
-pub fn parse_args(args: impl Iterator<Item = String>) -> Result<Parsed, String> {
-    let mut args = args.peekable();
-    match args.peek().map(String::as_str) {
-        Some("scheduler") => {
-            args.next();
-            return parse_scheduler(args);
-        }
-        Some("executor") => {
-            args.next();
-            return parse_executor(args);
-        }
-        _ => {}
-    }
-    let mut parsed = Args {
-        sources: Vec::new(),
-        format: Format::Table,
-        maxrows: Some(DEFAULT_MAXROWS),
-        quiet: false,
-        partitions: None,
-        remote: None,
-    };
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = |name: &str| {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match flag.as_str() {
-            "-c" | "--command" => parsed.sources.push(Source::Command(value("--command")?)),
-            "-f" | "--file" => parsed.sources.push(Source::File(value("--file")?)),
-            "--format" => {
-                parsed.format = match value("--format")?.to_ascii_lowercase().as_str() {
-                    "table" => Format::Table,
-                    "csv" => Format::Csv,
-                    "tsv" => Format::Tsv,
-                    "json" => Format::Json,
-                    "ndjson" | "nd-json" => Format::NdJson,
-                    other => {
-                        return Err(format!(
-                            "unknown format '{other}' (table, csv, tsv, json, ndjson)"
-                        ));
-                    }
-                }
-            }
-            "--maxrows" => {
-                let v = value("--maxrows")?;
-                parsed.maxrows = match v.to_ascii_lowercase().as_str() {
-                    "inf" | "none" | "all" => None,
-                    n => Some(n.parse::<usize>().map_err(|_| {
-                        format!("--maxrows must be a whole number or 'inf', got '{v}'")
-                    })?),
-                };
-            }
-            "-q" | "--quiet" => parsed.quiet = true,
-            "-p" | "--partitions" => {
-                let v = value("--partitions")?;
-                let n =
-                    v.parse::<usize>().ok().filter(|&n| n > 0).ok_or_else(|| {
-                        format!("--partitions must be a positive integer, got '{v}'")
-                    })?;
-                parsed.partitions = Some(n);
-            }
-            "--remote" => parsed.remote = Some(value("--remote")?),
-            "-h" | "--help" => return Ok(Parsed::Help),
-            "-V" | "--version" => return Ok(Parsed::Version),
-            other => return Err(format!("unknown argument '{other}'")),
-        }
-    }
-    Ok(Parsed::Run(parsed))
-}
-
-/// The flags of a subcommand as (flag, value) pairs; `None` for `--help`.
-fn flag_values(
-    mut args: impl Iterator<Item = String>,
-) -> Result<Option<Vec<(String, String)>>, String> {
-    let mut pairs = Vec::new();
-    while let Some(arg) = args.next() {
-        if arg == "-h" || arg == "--help" {
-            return Ok(None);
-        }
-        let (flag, value) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), v.to_string()),
-            _ if arg.starts_with("--") => {
-                let value = args.next().ok_or_else(|| format!("{arg} needs a value"))?;
-                (arg, value)
-            }
-            _ => return Err(format!("unknown argument '{arg}'")),
-        };
-        pairs.push((flag, value));
-    }
-    Ok(Some(pairs))
-}
-
-/// `value` of `flag` as a number.
-#[cfg_attr(not(feature = "ballista"), allow(dead_code))]
-fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String> {
-    value
-        .parse()
-        .map_err(|_| format!("{flag} must be a whole number, got '{value}'"))
-}
-
-/// Without the `ballista` feature, the cluster subcommands say how to get them.
-#[cfg(not(feature = "ballista"))]
-const NO_BALLISTA: &str = "this build has no Ballista support: build with \
-    `cargo build --release --features ballista`";
-
-fn parse_scheduler(args: impl Iterator<Item = String>) -> Result<Parsed, String> {
-    let Some(flags) = flag_values(args)? else {
-        return Ok(Parsed::SubcommandHelp(SCHEDULER_USAGE));
-    };
-    #[cfg(feature = "ballista")]
-    {
-        let mut o = datafusion_kendall::ballista::process::SchedulerOptions::default();
-        for (flag, v) in flags {
-            match flag.as_str() {
-                "--bind-host" => o.bind_host = v,
-                "--bind-port" => o.bind_port = number(&flag, &v)?,
-                "--external-host" => o.external_host = v,
-                "--executor-timeout-seconds" => o.executor_timeout_seconds = number(&flag, &v)?,
-                "--expire-dead-executor-interval-seconds" => {
-                    o.expire_dead_executor_interval_seconds = number(&flag, &v)?
-                }
-                "--no-executors-grace-period-seconds" => {
-                    o.no_executors_grace_period_seconds = Some(number(&flag, &v)?)
-                }
-                "--task-max-failures" => o.task_max_failures = number(&flag, &v)?,
-                other => return Err(format!("scheduler: unknown option '{other}'")),
-            }
-        }
-        o.validate().map_err(|e| format!("scheduler: {e}"))?;
-        Ok(Parsed::Scheduler(o))
-    }
-    #[cfg(not(feature = "ballista"))]
-    {
-        let _ = flags;
-        Err(NO_BALLISTA.to_string())
+/// Parses the command line, program name first (as `std::env::args_os`).
+pub fn parse_args<I, T>(args: I) -> Result<Parsed, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let matches = command().try_get_matches_from(args)?;
+    let cli = Cli::from_arg_matches(&matches)?;
+    let invalid = |msg: String| command().error(clap::error::ErrorKind::ValueValidation, msg);
+    match cli.command {
+        None => Ok(Parsed::Run(Args {
+            sources: sources(&matches),
+            format: cli.run.format,
+            maxrows: cli.run.maxrows.0,
+            quiet: cli.run.quiet,
+            partitions: cli.run.partitions,
+            remote: cli.run.remote,
+        })),
+        Some(Command::Completions { shell }) => Ok(Parsed::Completions(shell)),
+        #[cfg(feature = "ballista")]
+        Some(Command::Scheduler(o)) => match o.validate() {
+            Ok(()) => Ok(Parsed::Scheduler(o)),
+            Err(e) => Err(invalid(format!("scheduler: {e}"))),
+        },
+        #[cfg(feature = "ballista")]
+        Some(Command::Executor(o)) => match o.validate() {
+            Ok(()) => Ok(Parsed::Executor(o)),
+            Err(e) => Err(invalid(format!("executor: {e}"))),
+        },
+        #[cfg(not(feature = "ballista"))]
+        Some(Command::Scheduler(_) | Command::Executor(_)) => Err(invalid(
+            "this build has no Ballista support: build with \
+             `cargo build --release --features ballista`"
+                .to_string(),
+        )),
     }
 }
 
-fn parse_executor(args: impl Iterator<Item = String>) -> Result<Parsed, String> {
-    let Some(flags) = flag_values(args)? else {
-        return Ok(Parsed::SubcommandHelp(EXECUTOR_USAGE));
-    };
-    #[cfg(feature = "ballista")]
-    {
-        let mut o = datafusion_kendall::ballista::process::ExecutorOptions::default();
-        for (flag, v) in flags {
-            match flag.as_str() {
-                "--scheduler-host" => o.scheduler_host = v,
-                "--scheduler-port" => o.scheduler_port = number(&flag, &v)?,
-                "--bind-host" => o.bind_host = v,
-                "--bind-port" => o.bind_port = number(&flag, &v)?,
-                "--bind-grpc-port" => o.bind_grpc_port = number(&flag, &v)?,
-                "--external-host" => o.external_host = Some(v),
-                "--concurrent-tasks" => o.concurrent_tasks = number(&flag, &v)?,
-                "--work-dir" => o.work_dir = Some(v),
-                "--executor-heartbeat-interval-seconds" => {
-                    o.heartbeat_interval_seconds = number(&flag, &v)?
-                }
-                other => return Err(format!("executor: unknown option '{other}'")),
-            }
+/// The command line's definition. The cluster subcommands' flags take
+/// negative numbers as values, so that `--bind-port -5` is refused as a bad
+/// value of `--bind-port`, not as an unknown flag `-5`.
+fn command() -> clap::Command {
+    Cli::command().mut_subcommands(|c| c.allow_negative_numbers(true))
+}
+
+/// `-c` and `-f` values in the order they were given.
+fn sources(matches: &ArgMatches) -> Vec<Source> {
+    let mut sources = Vec::new();
+    for (id, make) in [
+        ("commands", Source::Command as fn(String) -> Source),
+        ("files", Source::File),
+    ] {
+        if let (Some(at), Some(values)) = (matches.indices_of(id), matches.get_many::<String>(id)) {
+            sources.extend(at.zip(values.cloned().map(make)));
         }
-        o.validate().map_err(|e| format!("executor: {e}"))?;
-        Ok(Parsed::Executor(o))
     }
-    #[cfg(not(feature = "ballista"))]
-    {
-        let _ = flags;
-        Err(NO_BALLISTA.to_string())
-    }
+    sources.sort_by_key(|(at, _)| *at);
+    sources.into_iter().map(|(_, s)| s).collect()
+}
+
+/// Writes the completion script for `shell` to standard output (a closed
+/// pipe ends it quietly).
+pub fn print_completions(shell: clap_complete::Shell) {
+    use std::io::Write;
+    let mut command = command();
+    let name = command.get_name().to_string();
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut command, name, &mut script);
+    let _ = std::io::stdout().write_all(&script);
 }
 
 #[cfg(test)]
@@ -331,7 +270,8 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<Parsed, String> {
-        parse_args(args.iter().map(|s| s.to_string()))
+        parse_args(std::iter::once("datafusion-kendall").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())
     }
 
     fn run(args: &[&str]) -> Args {
@@ -339,6 +279,18 @@ mod tests {
             Parsed::Run(a) => a,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[cfg(not(feature = "ballista"))]
+    #[test]
+    fn cluster_subcommands_need_the_feature() {
+        let err = parse(&["scheduler", "--bind-port", "1"]).unwrap_err();
+        assert!(err.contains("--features ballista"), "{err}");
+    }
+
+    #[test]
+    fn definitions_are_consistent() {
+        command().debug_assert();
     }
 
     #[test]
@@ -352,6 +304,7 @@ mod tests {
             "x.sql",
             "-p",
             "3",
+            "--command=-- a comment\nSELECT 2",
         ]);
         assert_eq!(a.format, Format::Csv);
         assert!(a.quiet);
@@ -359,109 +312,202 @@ mod tests {
         assert_eq!(a.maxrows, Some(DEFAULT_MAXROWS));
         assert!(matches!(&a.sources[0], Source::Command(s) if s == "SELECT 1"));
         assert!(matches!(&a.sources[1], Source::File(s) if s == "x.sql"));
-        assert!(matches!(parse(&["--help"]), Ok(Parsed::Help)));
-        assert!(matches!(parse(&["-V"]), Ok(Parsed::Version)));
-        assert!(parse(&["--format", "xml"]).unwrap_err().contains("xml"));
-        assert!(parse(&["-c"]).unwrap_err().contains("needs a value"));
-        assert!(parse(&["-p", "0"]).is_err());
+        assert!(matches!(&a.sources[2], Source::Command(s) if s.starts_with("-- a")));
+        let err = parse(&["--format", "xml"]).unwrap_err();
+        assert!(err.contains("'xml'") && err.contains("--format"), "{err}");
+        assert!(err.contains("table, csv, tsv, json, ndjson"), "{err}");
+        let err = parse(&["-c"]).unwrap_err();
+        assert!(
+            err.contains("a value is required for '--command <SQL>'"),
+            "{err}"
+        );
+        let err = parse(&["-p", "0"]).unwrap_err();
+        assert!(
+            err.contains("--partitions <N>") && err.contains("positive"),
+            "{err}"
+        );
         assert_eq!(run(&["--maxrows", "inf"]).maxrows, None);
         assert_eq!(run(&["--maxrows=7"]).maxrows, Some(7));
-        assert!(
-            parse(&["--maxrows", "-1"])
-                .unwrap_err()
-                .contains("--maxrows")
-        );
-        assert_eq!(run(&["--format", "tsv"]).format, Format::Tsv);
+        let err = parse(&["--maxrows", "-1"]).unwrap_err();
+        assert!(err.contains("--maxrows") && err.contains("'inf'"), "{err}");
+        assert_eq!(run(&["--format", "TSV"]).format, Format::Tsv);
+        assert_eq!(run(&["--format", "nd-json"]).format, Format::NdJson);
         assert_eq!(
             run(&["--remote", "df://127.0.0.1:50050"]).remote.as_deref(),
             Some("df://127.0.0.1:50050")
         );
+        let err = parse(&["--quite"]).unwrap_err();
+        assert!(
+            err.contains("'--quite'") && err.contains("'--quiet'"),
+            "{err}"
+        );
+        assert!(matches!(
+            parse(&["completions", "zsh"]),
+            Ok(Parsed::Completions(clap_complete::Shell::Zsh))
+        ));
+        assert!(
+            parse(&["completions", "tcsh"])
+                .unwrap_err()
+                .contains("bash")
+        );
+    }
+
+    #[test]
+    fn help_and_version_come_from_the_definitions() {
+        let help = Cli::command().render_help().to_string();
+        for needle in [
+            "-c, --command <SQL>",
+            "--maxrows <N|inf>",
+            "[default: 40]",
+            "[possible values: table, csv, tsv, json, ndjson]",
+            "scheduler",
+            "completions",
+            "\\q quit",
+        ] {
+            assert!(help.contains(needle), "{needle}:\n{help}");
+        }
+        for (flag, kind) in [
+            ("--help", clap::error::ErrorKind::DisplayHelp),
+            ("-V", clap::error::ErrorKind::DisplayVersion),
+        ] {
+            let e = parse_args(["datafusion-kendall", flag]).unwrap_err();
+            assert_eq!(e.kind(), kind);
+        }
+    }
+}
+
+#[cfg(all(test, feature = "ballista"))]
+mod cluster_tests {
+    use datafusion_kendall::ballista::process::{
+        DEFAULT_EXECUTOR_TIMEOUT_SECONDS, DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS,
+        DEFAULT_HEARTBEAT_INTERVAL_SECONDS, ExecutorOptions, SchedulerOptions,
+    };
+
+    use super::{Parsed, parse_args};
+
+    fn parse(args: &[&str]) -> Result<Parsed, String> {
+        parse_args(std::iter::once("datafusion-kendall").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())
+    }
+
+    /// `SUB --help`, its whitespace collapsed (clap wraps lines).
+    fn help(sub: &str) -> String {
+        let help = parse_args(["datafusion-kendall", sub, "--help"])
+            .unwrap_err()
+            .to_string();
+        help.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 
     #[test]
     fn parses_cluster_subcommands() {
-        assert!(matches!(
-            parse(&["scheduler", "--help"]),
-            Ok(Parsed::SubcommandHelp(SCHEDULER_USAGE))
-        ));
-        assert!(matches!(
-            parse(&["executor", "-h"]),
-            Ok(Parsed::SubcommandHelp(EXECUTOR_USAGE))
-        ));
-        #[cfg(feature = "ballista")]
-        {
-            let Ok(Parsed::Scheduler(s)) = parse(&[
-                "scheduler",
-                "--bind-host",
-                "0.0.0.0",
-                "--bind-port=50060",
-                "--executor-timeout-seconds",
-                "20",
-            ]) else {
-                panic!("scheduler not parsed");
-            };
-            assert_eq!((s.bind_host.as_str(), s.bind_port), ("0.0.0.0", 50060));
-            assert_eq!(s.executor_timeout_seconds, 20);
-            let Ok(Parsed::Executor(e)) = parse(&[
-                "executor",
-                "--scheduler-port",
-                "50060",
-                "--bind-port",
-                "50061",
-                "--bind-grpc-port",
-                "50062",
-                "--concurrent-tasks",
-                "1",
-            ]) else {
-                panic!("executor not parsed");
-            };
-            assert_eq!(
-                (e.scheduler_port, e.bind_port, e.bind_grpc_port),
-                (50060, 50061, 50062)
-            );
-            assert_eq!(e.concurrent_tasks, 1);
-            assert_eq!(e.heartbeat_interval_seconds, 2);
-            let err = parse(&["executor", "--bind-port", "x"]).unwrap_err();
-            assert!(err.contains("--bind-port must be a whole number"), "{err}");
-            let err = parse(&["scheduler", "--bogus", "1"]).unwrap_err();
-            assert!(err.contains("unknown option '--bogus'"), "{err}");
-        }
-        #[cfg(not(feature = "ballista"))]
-        assert!(
-            parse(&["scheduler"])
-                .unwrap_err()
-                .contains("--features ballista")
+        let Ok(Parsed::Scheduler(s)) = parse(&[
+            "scheduler",
+            "--bind-host",
+            "0.0.0.0",
+            "--bind-port=50060",
+            "--executor-timeout-seconds",
+            "20",
+        ]) else {
+            panic!("scheduler not parsed");
+        };
+        assert_eq!((s.bind_host.as_str(), s.bind_port), ("0.0.0.0", 50060));
+        assert_eq!(s.executor_timeout_seconds, 20);
+        let Ok(Parsed::Executor(e)) = parse(&[
+            "executor",
+            "--scheduler-port",
+            "50060",
+            "--bind-port",
+            "50061",
+            "--bind-grpc-port",
+            "50062",
+            "--concurrent-tasks",
+            "1",
+        ]) else {
+            panic!("executor not parsed");
+        };
+        assert_eq!(
+            (e.scheduler_port, e.bind_port, e.bind_grpc_port),
+            (50060, 50061, 50062)
         );
+        assert_eq!(e.concurrent_tasks, 1);
+        assert_eq!(e.heartbeat_interval_seconds, 2);
+        let err = parse(&["executor", "--bind-port", "x"]).unwrap_err();
+        assert!(
+            err.contains("invalid value 'x' for '--bind-port <PORT>'"),
+            "{err}"
+        );
+        let err = parse(&["scheduler", "--bogus", "1"]).unwrap_err();
+        assert!(err.contains("unexpected argument '--bogus'"), "{err}");
+        let err = parse(&["executor", "--bind-prot", "1"]).unwrap_err();
+        assert!(err.contains("'--bind-port'"), "{err}");
     }
 
-    /// The liveness flags: our defaults (also in the help text), parsed
-    /// values, and clear errors for values that cannot work.
-    #[cfg(feature = "ballista")]
+    /// With no flags, the options are exactly the documented defaults.
     #[test]
-    fn parses_liveness_flags() {
-        use datafusion_kendall::ballista::process::{
-            DEFAULT_EXECUTOR_TIMEOUT_SECONDS, DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS,
-            DEFAULT_HEARTBEAT_INTERVAL_SECONDS,
-        };
+    fn defaults_are_the_options_defaults() {
         let Ok(Parsed::Scheduler(s)) = parse(&["scheduler"]) else {
             panic!("scheduler not parsed");
         };
-        assert_eq!(s.executor_timeout_seconds, DEFAULT_EXECUTOR_TIMEOUT_SECONDS);
+        assert_eq!(s, SchedulerOptions::default());
+        // The defaults docs/cluster.md states.
         assert_eq!(
-            s.expire_dead_executor_interval_seconds,
-            DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS
+            (s.bind_host.as_str(), s.bind_port, s.external_host.as_str()),
+            ("127.0.0.1", 50050, "localhost")
         );
-        assert_eq!(s.no_executors_grace_period_seconds, None);
+        assert_eq!(s.executor_timeout_seconds, DEFAULT_EXECUTOR_TIMEOUT_SECONDS);
+        assert_eq!(s.expire_dead_executor_interval_seconds, 2);
+        assert_eq!(
+            (s.task_max_failures, s.no_executors_grace_period_seconds),
+            (4, None)
+        );
+        let Ok(Parsed::Executor(e)) = parse(&["executor"]) else {
+            panic!("executor not parsed");
+        };
+        assert_eq!(e, ExecutorOptions::default());
+        assert_eq!(
+            (
+                e.scheduler_host.as_str(),
+                e.scheduler_port,
+                e.bind_port,
+                e.bind_grpc_port
+            ),
+            ("localhost", 50050, 50051, 50052)
+        );
+        assert_eq!(
+            (e.external_host.as_deref(), e.work_dir.as_deref()),
+            (None, None)
+        );
+        assert_eq!(
+            e.heartbeat_interval_seconds,
+            DEFAULT_HEARTBEAT_INTERVAL_SECONDS
+        );
+        assert!(e.concurrent_tasks >= 1);
+        let scheduler = help("scheduler");
         for needle in [
-            format!("(default {DEFAULT_EXECUTOR_TIMEOUT_SECONDS})."),
-            format!("timeout (default {DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS})"),
+            "--bind-port <PORT>".to_string(),
+            "[default: 50050]".to_string(),
+            format!("[default: {DEFAULT_EXECUTOR_TIMEOUT_SECONDS}]"),
+            format!("timeout [default: {DEFAULT_EXPIRE_DEAD_EXECUTOR_INTERVAL_SECONDS}]"),
             format!("(default {DEFAULT_HEARTBEAT_INTERVAL_SECONDS} s)"),
+            "[default: the executor timeout]".to_string(),
         ] {
-            assert!(SCHEDULER_USAGE.contains(&needle), "{needle}");
+            assert!(scheduler.contains(&needle), "{needle}:\n{scheduler}");
         }
-        assert!(
-            EXECUTOR_USAGE.contains(&format!("(default {DEFAULT_HEARTBEAT_INTERVAL_SECONDS};"))
-        );
+        let executor = help("executor");
+        for needle in [
+            "--executor-heartbeat-interval-seconds <S>".to_string(),
+            format!("[default: {DEFAULT_HEARTBEAT_INTERVAL_SECONDS}]"),
+            "[default: 50051]".to_string(),
+            "[default: 50052]".to_string(),
+        ] {
+            assert!(executor.contains(&needle), "{needle}:\n{executor}");
+        }
+    }
+
+    /// The liveness flags: parsed values, and clear errors for values that
+    /// cannot work.
+    #[test]
+    fn parses_liveness_flags() {
         let Ok(Parsed::Scheduler(s)) = parse(&[
             "scheduler",
             "--executor-timeout-seconds=30",
@@ -500,11 +546,11 @@ mod tests {
             ),
             (
                 &["scheduler", "--executor-timeout-seconds", "ten"],
-                "--executor-timeout-seconds must be a whole number, got 'ten'",
+                "invalid value 'ten' for '--executor-timeout-seconds <S>'",
             ),
             (
                 &["scheduler", "--executor-timeout-seconds", "-5"],
-                "must be a whole number, got '-5'",
+                "invalid value '-5' for '--executor-timeout-seconds <S>'",
             ),
             (
                 &["scheduler", "--expire-dead-executor-interval-seconds", "0"],
@@ -516,7 +562,7 @@ mod tests {
             ),
             (
                 &["scheduler", "--no-executors-grace-period-seconds", "1.5"],
-                "--no-executors-grace-period-seconds must be a whole number",
+                "invalid value '1.5' for '--no-executors-grace-period-seconds <S>'",
             ),
             (
                 &["scheduler", "--task-max-failures", "0"],
@@ -528,7 +574,7 @@ mod tests {
             ),
             (
                 &["executor", "--executor-heartbeat-interval-seconds"],
-                "--executor-heartbeat-interval-seconds needs a value",
+                "a value is required for '--executor-heartbeat-interval-seconds <S>'",
             ),
         ] {
             let err = parse(args).unwrap_err();

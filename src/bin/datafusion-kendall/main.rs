@@ -34,7 +34,7 @@ use datafusion::sql::sqlparser::ast::Statement as SqlStatement;
 use datafusion_kendall::input::OnDemandStores;
 use futures::StreamExt;
 
-use args::{Args, Format, Parsed, Source, USAGE};
+use args::{Args, Format, Parsed, Source};
 use print::{Printed, Stdout, print_stream};
 use progress::ProgressBar;
 use staging::Staging;
@@ -44,18 +44,10 @@ const EXIT_INTERRUPTED: u8 = 130;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = match args::parse_args(std::env::args().skip(1)) {
+    let args = match args::parse_args(std::env::args_os()) {
         Ok(Parsed::Run(args)) => args,
-        Ok(Parsed::Help) => {
-            println!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Ok(Parsed::Version) => {
-            println!("datafusion-kendall {}", env!("CARGO_PKG_VERSION"));
-            return ExitCode::SUCCESS;
-        }
-        Ok(Parsed::SubcommandHelp(usage)) => {
-            println!("{usage}");
+        Ok(Parsed::Completions(shell)) => {
+            args::print_completions(shell);
             return ExitCode::SUCCESS;
         }
         #[cfg(feature = "ballista")]
@@ -74,10 +66,9 @@ async fn main() -> ExitCode {
             )
             .await;
         }
-        Err(msg) => {
-            eprintln!("error: {msg}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
+        // --help and --version (exit code 0, on stdout) and usage errors
+        // (exit code 2, naming the flag, on stderr).
+        Err(e) => e.exit(),
     };
     let mut config = datafusion_kendall::with_kendall_options(SessionConfig::new())
         // SHOW ALL, SHOW TABLES, \d and information_schema.df_settings.

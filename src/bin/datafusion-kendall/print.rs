@@ -62,7 +62,7 @@ pub struct Printed {
 
 /// Prints every row of `stream` to `out` in `format`; the table format
 /// shows at most `maxrows` rows (all when `None`) and counts the rest.
-/// Erases `progress` before each write.
+/// Erases `progress` while it writes.
 pub async fn print_stream(
     mut stream: SendableRecordBatchStream,
     schema: SchemaRef,
@@ -71,10 +71,10 @@ pub async fn print_stream(
     progress: Option<&ProgressBar>,
     out: &mut Stdout,
 ) -> Result<Printed> {
-    let clear = || {
-        if let Some(p) = progress {
-            p.clear()
-        }
+    // Output is written with the bar erased, which is drawn again after.
+    let suspend = |write: &mut dyn FnMut() -> Result<()>| match progress {
+        Some(p) => p.suspend(write),
+        None => write(),
     };
     match format {
         Format::Table => {
@@ -91,14 +91,12 @@ pub async fn print_stream(
                 rows += batch.num_rows();
                 if !printed && rows >= limit {
                     // The rows to show are there: show them now, then count.
-                    clear();
-                    print_table(&schema, &mut head, out)?;
+                    suspend(&mut || print_table(&schema, &mut head, out))?;
                     printed = true;
                 }
             }
             if !printed {
-                clear();
-                print_table(&schema, &mut head, out)?;
+                suspend(&mut || print_table(&schema, &mut head, out))?;
             }
             Ok(Printed {
                 rows,
@@ -111,13 +109,13 @@ pub async fn print_stream(
                 .with_header(true)
                 .with_delimiter(delimiter)
                 .build(out.clone());
-            let rows = write_each(stream, clear, |b| Ok(writer.write(b)?)).await?;
+            let rows = write_each(stream, suspend, |b| Ok(writer.write(b)?)).await?;
             out.flush()?;
             Ok(Printed { rows, shown: rows })
         }
         Format::Json => {
             let mut writer = ArrayWriter::new(out.clone());
-            let rows = write_each(stream, clear, |b| Ok(writer.write(b)?)).await?;
+            let rows = write_each(stream, suspend, |b| Ok(writer.write(b)?)).await?;
             writer.finish()?;
             writeln!(out)?;
             out.flush()?;
@@ -125,7 +123,7 @@ pub async fn print_stream(
         }
         Format::NdJson => {
             let mut writer = LineDelimitedWriter::new(out.clone());
-            let rows = write_each(stream, clear, |b| Ok(writer.write(b)?)).await?;
+            let rows = write_each(stream, suspend, |b| Ok(writer.write(b)?)).await?;
             writer.finish()?;
             out.flush()?;
             Ok(Printed { rows, shown: rows })
@@ -133,19 +131,19 @@ pub async fn print_stream(
     }
 }
 
-/// Hands every batch of `stream` to `write` as it arrives (erasing the
-/// progress bar first); returns the rows written.
+/// Hands every batch of `stream` to `write` as it arrives (through
+/// `suspend`, which erases the progress bar meanwhile); returns the rows
+/// written.
 async fn write_each(
     mut stream: SendableRecordBatchStream,
-    clear: impl Fn(),
+    suspend: impl Fn(&mut dyn FnMut() -> Result<()>) -> Result<()>,
     mut write: impl FnMut(&RecordBatch) -> Result<()>,
 ) -> Result<usize> {
     let mut rows = 0;
     while let Some(batch) = stream.next().await {
         let batch = batch?;
         rows += batch.num_rows();
-        clear();
-        write(&batch)?;
+        suspend(&mut || write(&batch))?;
     }
     Ok(rows)
 }
