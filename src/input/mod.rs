@@ -19,7 +19,7 @@
 mod h5;
 mod h5_kind;
 mod layouts;
-pub mod live;
+mod own_scan;
 mod missing;
 pub mod pair_list;
 mod rank;
