@@ -214,16 +214,25 @@ def candidate_pairs(
 def _feature_ids(data: Any) -> tuple[list[str], bool]:
     """Names of the features (columns) of ``data``, and whether they are
     labels of its own (AnnData's ``var_names``, a DataFrame's columns) rather
-    than positions (arrays and scipy matrices, numbered from 0)."""
+    than positions (arrays and scipy matrices, numbered from 0). Labels must
+    be unique (as text): a pair could not say which feature it means."""
+    labels = None
     if type(data).__name__ == "AnnData":
-        return [str(g) for g in data.var_names], True
-    try:
-        import pandas as pd
+        labels = [str(g) for g in data.var_names]
+    else:
+        try:
+            import pandas as pd
 
-        if isinstance(data, pd.DataFrame):
-            return [str(c) for c in data.columns], True
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
+            if isinstance(data, pd.DataFrame):
+                labels = [str(c) for c in data.columns]
+        except ImportError:  # pragma: no cover - pandas is a dependency
+            pass
+    if labels is not None:
+        if len(set(labels)) != len(labels):
+            seen: set = set()
+            dup = next(g for g in labels if g in seen or seen.add(g))
+            raise ValueError(f"candidate_pairs(): duplicate feature label {dup!r}")
+        return labels, True
     if len(getattr(data, "shape", ())) != 2:
         raise TypeError(
             "candidate_pairs() takes AnnData, a pandas DataFrame, a numpy 2-D array or a "

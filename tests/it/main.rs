@@ -29,6 +29,7 @@ mod memory;
 mod missing;
 mod parity;
 mod pvalues;
+mod roundtrip;
 mod shell;
 mod sparse;
 mod sql;
