@@ -62,3 +62,17 @@ test_that("listwise deletion that leaves no sample is an error (case: complete)"
   x <- cbind(a = c(1, 2, 3), b = c(3, 1, 2), c = NA)
   expect_error(kendall_cor(x, use = "complete.obs"), "no complete element pairs")
 })
+
+test_that("integer64 matrices and data frames are their integers in kendall_cor and kendall_pairs", {
+  skip_if_not_installed("bit64")
+  x <- round(random_matrix(12, 4, na = 0, seed = 8) * 10) - 20
+  df <- as.data.frame(x)
+  df[] <- lapply(df, bit64::as.integer64)
+  expect_equal(suppressWarnings(kendall_cor(df)), suppressWarnings(cor(x, method = "kendall")),
+               tolerance = 1e-12)
+  expect_equal(kendall_cor(df[[1]], df[[3]]), cor(x[, 1], x[, 3], method = "kendall"), tolerance = 1e-12)
+  pairs <- kendall_pairs(df, progress = FALSE)
+  r <- suppressWarnings(cor(x, method = "kendall"))
+  expect_equal(pairs$tau, r[cbind(as.character(pairs$gene_i), as.character(pairs$gene_j))],
+               tolerance = 1e-12)
+})
