@@ -70,7 +70,7 @@ def _dense_values(table: Any, options: dict):
 
     def floats(column: Any):
         return np.asarray(
-            pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False), dtype=np.float64
+            pc.cast(column, pa.float64()).to_numpy(), dtype=np.float64
         )
 
     if options.get("layout") == "genes_as_rows":

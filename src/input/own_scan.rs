@@ -16,6 +16,8 @@
 //! unwraps a handle made by the same library. What the host made of it (a
 //! view, a filter) comes back as a foreign wrapper, which is not ours.
 
+use std::sync::Arc;
+
 use datafusion::catalog::TableProvider;
 use datafusion::physical_plan::ExecutionPlan;
 
@@ -45,9 +47,8 @@ pub(crate) fn own_scan<T: ExecutionPlan>(plan: &dyn ExecutionPlan) -> Option<&T>
         if let Some(own) = node.downcast_ref::<T>() {
             return Some(own);
         }
-        let children = node.children();
-        match children.as_slice() {
-            [child] if PASS_THROUGH.contains(&node.name()) => node = child.as_ref(),
+        match node.children().as_slice() {
+            [child] if PASS_THROUGH.contains(&node.name()) => node = Arc::as_ref(*child),
             _ => return None,
         }
     }
