@@ -227,8 +227,14 @@ mod tests {
             .keep_complete_samples("'m.csv'")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("no complete element pairs in 'm.csv'"), "{err}");
-        assert!(err.contains("gene 'b' is missing in all 2 samples"), "{err}");
+        assert!(
+            err.contains("no complete element pairs in 'm.csv'"),
+            "{err}"
+        );
+        assert!(
+            err.contains("gene 'b' is missing in all 2 samples"),
+            "{err}"
+        );
         let err = matrix(vec![nan, 2.0, 1.0, nan])
             .keep_complete_samples("'m.csv'")
             .unwrap_err()

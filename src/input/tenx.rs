@@ -608,13 +608,7 @@ impl Iterator for Triples {
 /// [`Triples`]), all batches at once.
 #[cfg(test)]
 fn read_triples(files: &TenxFiles) -> Result<Vec<RecordBatch>> {
-    read_entries(
-        files,
-        &QueryMemory::unbounded("x"),
-        schema(),
-        vec![0, 1, 2],
-    )?
-    .collect()
+    read_entries(files, &QueryMemory::unbounded("x"), schema(), vec![0, 1, 2])?.collect()
 }
 
 /// A 10x matrix directory as a table of `(gene, sample, value)` triples.

@@ -40,17 +40,35 @@ async fn pairs(ctx: &SessionContext, sql: &str) -> Vec<common::RowBits> {
 async fn views_and_copies_of_a_sparse_table_are_read_as_their_rows() {
     let ctx = ctx(1);
     ctx.register_table("rna", Arc::new(sparse_table())).unwrap();
-    let whole = pairs(&ctx, &format!("SELECT {COLUMNS} FROM kendall_all_pairs('rna')")).await;
+    let whole = pairs(
+        &ctx,
+        &format!("SELECT {COLUMNS} FROM kendall_all_pairs('rna')"),
+    )
+    .await;
     assert_eq!(whole.len(), 3);
-    let xy = whole.iter().find(|r| (r.0.as_str(), r.1.as_str()) == ("x", "y")).unwrap().clone();
+    let xy = whole
+        .iter()
+        .find(|r| (r.0.as_str(), r.1.as_str()) == ("x", "y"))
+        .unwrap()
+        .clone();
     // The triples of a derived table are read as any long table is.
-    run(&ctx, "SET kendall.layout = 'long'; SET kendall.absent = 'zero'")
-        .await
-        .unwrap();
-    run(&ctx, "CREATE VIEW two AS SELECT * FROM rna WHERE gene IN ('x', 'y')")
-        .await
-        .unwrap();
-    let two = pairs(&ctx, &format!("SELECT {COLUMNS} FROM kendall_all_pairs('two')")).await;
+    run(
+        &ctx,
+        "SET kendall.layout = 'long'; SET kendall.absent = 'zero'",
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        "CREATE VIEW two AS SELECT * FROM rna WHERE gene IN ('x', 'y')",
+    )
+    .await
+    .unwrap();
+    let two = pairs(
+        &ctx,
+        &format!("SELECT {COLUMNS} FROM kendall_all_pairs('two')"),
+    )
+    .await;
     assert_eq!(two, vec![xy.clone()], "a view of two genes");
     run(
         &ctx,
@@ -58,7 +76,11 @@ async fn views_and_copies_of_a_sparse_table_are_read_as_their_rows() {
     )
     .await
     .unwrap();
-    let copied = pairs(&ctx, &format!("SELECT {COLUMNS} FROM kendall_all_pairs('copied')")).await;
+    let copied = pairs(
+        &ctx,
+        &format!("SELECT {COLUMNS} FROM kendall_all_pairs('copied')"),
+    )
+    .await;
     assert_eq!(copied, vec![xy.clone()], "a copy of two genes");
     run(
         &ctx,
@@ -69,11 +91,17 @@ async fn views_and_copies_of_a_sparse_table_are_read_as_their_rows() {
     .unwrap();
     let negated = pairs(
         &ctx,
-        &format!("SELECT {COLUMNS} FROM kendall_all_pairs('negated') WHERE gene_i = 'x' AND gene_j = 'y'"),
+        &format!(
+            "SELECT {COLUMNS} FROM kendall_all_pairs('negated') WHERE gene_i = 'x' AND gene_j = 'y'"
+        ),
     )
     .await;
     assert_eq!(negated.len(), 1);
-    assert_eq!(f64::from_bits(negated[0].2), -f64::from_bits(xy.2), "negated x");
+    assert_eq!(
+        f64::from_bits(negated[0].2),
+        -f64::from_bits(xy.2),
+        "negated x"
+    );
 }
 
 /// Case: a registered 10x directory is read as the sparse matrix it is
@@ -84,8 +112,15 @@ async fn views_of_a_10x_directory_are_read_as_their_rows() {
     let files = detect("data/tenx_demo").unwrap().expect("a 10x directory");
     ctx.register_table("tx", Arc::new(TenxTable::try_new(files).unwrap()))
         .unwrap();
-    let whole = pairs(&ctx, &format!("SELECT {COLUMNS} FROM kendall_all_pairs('tx')")).await;
-    assert_eq!(whole, common::all_pairs_bits("data/tenx_demo", "auto").await);
+    let whole = pairs(
+        &ctx,
+        &format!("SELECT {COLUMNS} FROM kendall_all_pairs('tx')"),
+    )
+    .await;
+    assert_eq!(
+        whole,
+        common::all_pairs_bits("data/tenx_demo", "auto").await
+    );
     run(
         &ctx,
         "SET kendall.layout = 'long'; SET kendall.absent = 'zero'; \
@@ -94,6 +129,10 @@ async fn views_of_a_10x_directory_are_read_as_their_rows() {
     )
     .await
     .unwrap();
-    let two = pairs(&ctx, &format!("SELECT {COLUMNS} FROM kendall_all_pairs('two')")).await;
+    let two = pairs(
+        &ctx,
+        &format!("SELECT {COLUMNS} FROM kendall_all_pairs('two')"),
+    )
+    .await;
     assert_eq!(two.len(), 1, "a view of two genes: {two:?}");
 }

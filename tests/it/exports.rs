@@ -317,13 +317,20 @@ fn a_copy_to_a_file_url_writes_the_file_it_names() {
     assert!(names(work.path()).is_empty(), "{:?}", names(work.path()));
     assert_eq!(names(dir.path()), ["net.csv"]);
 
-    let sql = format!("COPY (SELECT 1 AS x) TO '{}/net[1].csv'", dir.path().display());
+    let sql = format!(
+        "COPY (SELECT 1 AS x) TO '{}/net[1].csv'",
+        dir.path().display()
+    );
     let out = shell(&["-q", "-c", &sql])
         .current_dir(work.path())
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("glob character"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("glob character"),
+        "{}",
+        text(&out.stderr)
+    );
     assert_eq!(names(dir.path()), ["net.csv"]);
     assert!(names(work.path()).is_empty(), "{:?}", names(work.path()));
 }

@@ -31,9 +31,7 @@ type Row = (String, String, u64, u64, i64);
 /// The rows of `sql` (`gene_i`, `gene_j`, `tau`, `p_value`, `n`), oriented
 /// and sorted.
 async fn rows(ctx: &SessionContext, sql: &str) -> Vec<Row> {
-    let batches = run(ctx, sql)
-        .await
-        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let batches = run(ctx, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
     let mut out: Vec<Row> = common::sorted_bits(&batches)
         .into_iter()
         .map(|(i, j, tau, p, n)| {
@@ -152,10 +150,7 @@ fn matrix() -> RecordBatch {
                 return Arc::clone(column);
             }
             let values = column.as_primitive::<Float64Type>();
-            let nulled: Float64Array = values
-                .iter()
-                .map(|x| x.filter(|x| !x.is_nan()))
-                .collect();
+            let nulled: Float64Array = values.iter().map(|x| x.filter(|x| !x.is_nan())).collect();
             Arc::new(nulled) as Arc<dyn Array>
         })
         .collect();
@@ -191,9 +186,11 @@ async fn kinds(ctx: &SessionContext, dir: &Path) -> Vec<Kind> {
         .iter()
         .map(|f| f.name().clone())
         .collect();
-    assert!(batch.schema().fields()[1..]
-        .iter()
-        .all(|f| f.data_type() == &DataType::Float64));
+    assert!(
+        batch.schema().fields()[1..]
+            .iter()
+            .all(|f| f.data_type() == &DataType::Float64)
+    );
     let parquet = dir.join("m.parquet");
     common::write_parquet(&parquet, &batch);
     let (csv, tsv) = (dir.join("m.csv"), dir.join("m.tsv.gz"));
@@ -226,8 +223,9 @@ async fn kinds(ctx: &SessionContext, dir: &Path) -> Vec<Kind> {
     ctx.register_table("m_tenx", Arc::new(TenxTable::try_new(files).unwrap()))
         .unwrap();
     let tenx_genes: Vec<String> = (1..=40).map(|g| format!("ENSG{g:011}")).collect();
-    let tenx_samples = rows_of_column(ctx, "SELECT DISTINCT CAST(sample AS VARCHAR) FROM m_tenx").await;
-    let rows = |name: &'static str, table: &str, source: String| Kind {
+    let tenx_samples =
+        rows_of_column(ctx, "SELECT DISTINCT CAST(sample AS VARCHAR) FROM m_tenx").await;
+    let by_rows = |name: &'static str, table: &str, source: String| Kind {
         name,
         table: table.to_string(),
         source,
@@ -237,9 +235,9 @@ async fn kinds(ctx: &SessionContext, dir: &Path) -> Vec<Kind> {
         samples: samples.clone(),
     };
     vec![
-        rows("Parquet", "m_parquet", format!("'{}'", parquet.display())),
-        rows("CSV", "m_csv", format!("'{}'", csv.display())),
-        rows("TSV.gz", "m_tsv", format!("'{}'", tsv.display())),
+        by_rows("Parquet", "m_parquet", format!("'{}'", parquet.display())),
+        by_rows("CSV", "m_csv", format!("'{}'", csv.display())),
+        by_rows("TSV.gz", "m_tsv", format!("'{}'", tsv.display())),
         Kind {
             name: "long triples",
             table: "m_long".into(),
@@ -278,7 +276,10 @@ fn doors(kind: &Kind) -> Vec<(&'static str, String)> {
     let columns = "gene_i, gene_j, tau, p_value, n";
     let left = &kind.source;
     vec![
-        ("all pairs", format!("SELECT {columns} FROM kendall_all_pairs({{d}})")),
+        (
+            "all pairs",
+            format!("SELECT {columns} FROM kendall_all_pairs({{d}})"),
+        ),
         (
             "cross pairs (right)",
             format!("SELECT {columns} FROM kendall_cross_pairs({left}, {{d}})"),
@@ -315,11 +316,16 @@ async fn derived_tables_equal_their_parquet_copies_at_every_door() {
         .await
         .unwrap();
         // The input itself and its Parquet copy, as a check of the copy.
-        let mut derived = vec![("itself", format!("CREATE VIEW d_itself AS SELECT * FROM {}", kind.table))];
+        let mut derived = vec![(
+            "itself",
+            format!("CREATE VIEW d_itself AS SELECT * FROM {}", kind.table),
+        )];
         derived.extend(kind.derivations());
         for (what, statement) in derived {
             let name = format!("d_{what}");
-            let copy = dir.path().join(format!("{}-{what}.parquet", kind.name.replace(' ', "_")));
+            let copy = dir
+                .path()
+                .join(format!("{}-{what}.parquet", kind.name.replace(' ', "_")));
             run(
                 &ctx,
                 &format!(
@@ -331,12 +337,21 @@ async fn derived_tables_equal_their_parquet_copies_at_every_door() {
             .unwrap_or_else(|e| panic!("{}, {what}: {e}", kind.name));
             for (door, sql) in doors(kind) {
                 let derived = rows(&ctx, &sql.replace("{d}", &format!("'{name}'"))).await;
-                let parquet = rows(&ctx, &sql.replace("{d}", &format!("'{}'", copy.display()))).await;
-                assert!(!derived.is_empty(), "{}, {what}, {door}: no rows", kind.name);
+                let parquet =
+                    rows(&ctx, &sql.replace("{d}", &format!("'{}'", copy.display()))).await;
+                assert!(
+                    !derived.is_empty(),
+                    "{}, {what}, {door}: no rows",
+                    kind.name
+                );
                 assert_eq!(derived, parquet, "{}, {what}, {door}", kind.name);
                 cases += 1;
             }
-            let drop = if what == "copy" { "DROP TABLE" } else { "DROP VIEW" };
+            let drop = if what == "copy" {
+                "DROP TABLE"
+            } else {
+                "DROP VIEW"
+            };
             run(&ctx, &format!("{drop} {name}")).await.unwrap();
         }
         run(

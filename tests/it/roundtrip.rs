@@ -82,7 +82,10 @@ fn pairs(batches: &[RecordBatch]) -> BTreeSet<(String, String, u64)> {
         };
         let (gi, gj) = (cast("gene_i"), cast("gene_j"));
         let (gi, gj) = (gi.as_string::<i32>(), gj.as_string::<i32>());
-        let tau = b.column_by_name("tau").unwrap().as_primitive::<Float64Type>();
+        let tau = b
+            .column_by_name("tau")
+            .unwrap()
+            .as_primitive::<Float64Type>();
         for r in 0..b.num_rows() {
             out.insert((
                 gi.value(r).to_string(),
@@ -96,10 +99,8 @@ fn pairs(batches: &[RecordBatch]) -> BTreeSet<(String, String, u64)> {
 
 /// A genes-as-rows matrix of `ids` (8 samples, ties) registered as `m`.
 fn register(ctx: &SessionContext, ids: &[String]) {
-    let mut columns: Vec<(&str, Arc<dyn datafusion::arrow::array::Array>)> = vec![(
-        "gene",
-        Arc::new(StringArray::from_iter_values(ids)),
-    )];
+    let mut columns: Vec<(&str, Arc<dyn datafusion::arrow::array::Array>)> =
+        vec![("gene", Arc::new(StringArray::from_iter_values(ids)))];
     let names: Vec<String> = (0..8).map(|s| format!("s{s}")).collect();
     for (s, name) in names.iter().enumerate() {
         let column: Float64Array = (0..ids.len())
@@ -141,7 +142,9 @@ async fn exports_of_unicode_ids_read_back_equal() {
         .await
         .unwrap();
         let reader = SessionContext::new();
-        run(&reader, "DROP TABLE IF EXISTS c; DROP TABLE IF EXISTS p").await.unwrap();
+        run(&reader, "DROP TABLE IF EXISTS c; DROP TABLE IF EXISTS p")
+            .await
+            .unwrap();
         let back_csv = run(
             &reader,
             &format!(
@@ -164,7 +167,11 @@ async fn exports_of_unicode_ids_read_back_equal() {
         )
         .await
         .unwrap();
-        assert_eq!(pairs(&back_parquet), expected, "Parquet, gene ids {gene_ids}");
+        assert_eq!(
+            pairs(&back_parquet),
+            expected,
+            "Parquet, gene ids {gene_ids}"
+        );
         checked += 2;
     }
     println!(

@@ -103,9 +103,8 @@ impl Staging {
         let DFStatement::CopyTo(copy) = statement else {
             return Ok(None);
         };
-        let refuse = |why: &str| {
-            DataFusionError::Plan(format!("COPY: the target '{}' {why}", copy.target))
-        };
+        let refuse =
+            |why: &str| DataFusionError::Plan(format!("COPY: the target '{}' {why}", copy.target));
         let url = ListingTableUrl::parse(&copy.target)
             .map_err(|e| refuse(&format!("is neither a path nor a URL ({e})")))?;
         if url.get_glob().is_some() {
@@ -149,7 +148,11 @@ impl Staging {
         let Ok(store) = ctx.runtime_env().object_store(url.object_store()) else {
             return Ok(None);
         };
-        let base = url.object_store().as_str().trim_end_matches('/').to_string();
+        let base = url
+            .object_store()
+            .as_str()
+            .trim_end_matches('/')
+            .to_string();
         // The path as DataFusion writes it: percent escapes decoded.
         let target = url.prefix().clone();
         let Some(name) = target.filename().map(str::to_owned) else {
