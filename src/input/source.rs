@@ -365,11 +365,7 @@ mod tests {
         assert_eq!(Hdf5Kind::of_name("x.h5.parquet"), None);
         assert_eq!(Hdf5Kind::of_name("x.hdf5"), None);
         let msg = without_hdf5("x.h5ad", Hdf5Kind::AnnData).to_string();
-        for needle in [
-            "h5ad file 'x.h5ad'",
-            "feature `hdf5`",
-            "nothing to install",
-        ] {
+        for needle in ["h5ad file 'x.h5ad'", "feature `hdf5`", "nothing to install"] {
             assert!(msg.contains(needle), "{needle}: {msg}");
         }
     }
