@@ -157,7 +157,7 @@ pub fn try_with_capacity<T>(capacity: usize, what: &str) -> Result<Vec<T>> {
 /// never zeroed first: part `k` (of `ranges`, consecutive from 0) is what
 /// `part(k)` yields, at least `ranges[k].len()` values (more are not read).
 /// Allocated fallibly (see [`try_filled`]), with huge pages from
-/// [`HUGE_PAGES_FROM`] bytes on (as [`try_zeroed`]); its memory is first
+/// `HUGE_PAGES_FROM` bytes on (as [`try_zeroed`]); its memory is first
 /// touched where the values are written. For a large array written whole:
 /// memory `calloc` reuses is zeroed first, on one thread, one page fault
 /// per 4 KiB (12 ms for 20 MB, measured in a candidate list's query; see
@@ -229,8 +229,8 @@ const HUGE_PAGES_FROM: usize = 8 << 20;
 /// allocator: memory fresh from the system is zero already, so no pass
 /// writes the zeros, and its pages are first touched where the values are
 /// written (on rayon's threads, for the ranks). From
-/// [`HUGE_PAGES_FROM`] bytes on, Linux is asked to back it with
-/// transparent huge pages ([`advise_huge_pages`]): one page fault per
+/// `HUGE_PAGES_FROM` bytes on, Linux is asked to back it with
+/// transparent huge pages (`advise_huge_pages`): one page fault per
 /// 2 MiB instead of one per 4 KiB where the values are first written.
 pub fn try_zeroed<T: ZeroBytes>(len: usize, what: &str) -> Result<Vec<T>> {
     let layout = std::alloc::Layout::array::<T>(len).map_err(|_| {

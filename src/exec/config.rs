@@ -48,7 +48,7 @@ pub struct ScanConfig {
     /// Rows any single partition needs to produce at most.
     pub limit: Option<usize>,
     /// `kendall_top_partners`: each gene's `k` strongest partners instead
-    /// of every pair (see [`crate::top_partners`]).
+    /// of every pair (see `kendall_top_partners`).
     pub top_k: Option<usize>,
     /// How the gene columns are typed.
     pub gene_ids: GeneIds,

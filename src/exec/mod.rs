@@ -11,10 +11,10 @@
 //!
 //! - [`config`]: what a scan computes, fixed at planning ([`ScanConfig`]);
 //! - [`node`]: the plan node ([`KendallExec`]) and how it runs a partition;
-//! - [`prepare`]: the input loaded, ranked and split into work, once per query;
-//! - [`stream`]: one partition's pairs turned into batches;
+//! - `prepare`: the input loaded, ranked and split into work, once per query;
+//! - `stream`: one partition's pairs turned into batches;
 //! - [`top_k`]: `kendall_top_partners`' bounded per-gene state;
-//! - [`dictionary`]: dictionary-typed gene columns;
+//! - `dictionary`: dictionary-typed gene columns;
 //! - [`slices`]: which tile ranges a cluster task computes;
 //! - [`progress`]: how far scans have come, for progress displays.
 

@@ -1,6 +1,6 @@
 //! [`KendallExec`], the plan node of every Kendall table function: its
 //! properties, how `EXPLAIN` shows it, and how a partition runs (the load
-//! shared by all partitions, then the partition's [`PairStream`]).
+//! shared by all partitions, then the partition's `PairStream`).
 
 use std::fmt;
 use std::sync::Arc;

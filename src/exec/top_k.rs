@@ -7,7 +7,7 @@
 //! into a bounded per-gene [`TopPartners`] state (gene indices and numbers,
 //! no strings), offering the pair to both of its genes. When a partition's
 //! pairs are all computed it merges its state into the query's
-//! [`TopCollector`]; the last partition to finish takes the merged state and
+//! `TopCollector`; the last partition to finish takes the merged state and
 //! emits the rows. Memory: at most `m · min(k, m − 1)` entries of 24 bytes
 //! per partition.
 //!

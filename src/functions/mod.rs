@@ -10,7 +10,7 @@
 //!
 //! Adding a function: a file here with a unit struct implementing
 //! [`KendallFunction`] (and DataFusion's `TableFunctionImpl` through
-//! [`table_function_impl!`]), its name in [`crate::schema`], and an entry in
+//! `table_function_impl!`), its name in [`crate::schema`], and an entry in
 //! [`FUNCTIONS`].
 
 mod all_pairs;

@@ -40,7 +40,7 @@ const PARQUET_PAGE_BYTES: u64 = 1 << 20;
 /// listing table's files are read in name order and a memory table's
 /// partitions in order: gene order is the source's order), one at a time.
 ///
-/// The plan is executed with a batch size of at most [`BATCH_BYTES`] of
+/// The plan is executed with a batch size of at most `BATCH_BYTES` of
 /// values per batch, and each batch is reserved in the query's memory pool
 /// as it arrives; [`InputBatches::reserve_reader`] reserves, before anything
 /// is read, what a Parquet reader holds while it reads a row group (the
@@ -66,7 +66,7 @@ pub struct InputBatches {
 
 impl InputBatches {
     /// The batches of `plan`, executed in `context` (with a batch size
-    /// bounded as [`BATCH_BYTES`] says); `what` names the source in errors.
+    /// bounded as `BATCH_BYTES` says); `what` names the source in errors.
     /// Call it inside the Tokio runtime.
     pub fn new(
         plan: Arc<dyn ExecutionPlan>,

@@ -111,7 +111,7 @@ pub(crate) fn store_for(base: &ObjectStoreUrl) -> Result<Arc<dyn ObjectStore>> {
 
 /// An object store registry that builds the store of a URL it does not
 /// have yet from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`; feature
-/// `cloud`), as [`ensure`] does for a source: for sessions that must open
+/// `cloud`), as `ensure` does for a source: for sessions that must open
 /// any location a plan names, a `COPY` target or a file queried by its URL
 /// as well as a source (the shell, Ballista's schedulers and executors).
 #[derive(Debug, Default)]

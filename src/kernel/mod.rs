@@ -9,7 +9,7 @@
 //! the tie-free one; VSE: the shared samples gathered first; GSE:
 //! [`gse::Gse::numerator_complete`]); all other pairs the kernel's fastest. Tie statistics of a single
 //! gene (`n1`, `n2`) are computed once per gene by
-//! [`RankedMatrix`](crate::input::RankedMatrix), never per pair; only the
+//! [`RankedMatrix`], never per pair; only the
 //! final division into tau is floating point.
 
 pub mod binary;

@@ -18,12 +18,12 @@
 //! Two genes without missing values whose tied pairs are few take the XOR
 //! path too: `S = n0 - 2·pc(Gu ^ Gv)` plus a correction read from lists of
 //! each gene's tied sample pairs, one rank comparison per listed pair
-//! ([`TiedPairs::xor_corrections4`], with its proof), where that costs less
+//! (`TiedPairs::xor_corrections4`, with its proof), where that costs less
 //! than the U planes' extra work ([`xor_lists_budget`]).
 //!
 //! For two tied genes without missing values, `S = pc(¬E) - 2·nd` with
 //! `pc(¬E) = n0 - n1 - n2 + n3` (`n3`: pairs tied in both genes, from lists
-//! of each gene's tied pairs, [`ties`]): one popcount instead of two, taken
+//! of each gene's tied pairs, `ties`): one popcount instead of two, taken
 //! where counting `n3` is cheaper than the popcount it saves
 //! ([`one_popcount_budget`]). No formula with one popcount avoids `n3`:
 //! for `S = K - 2·pc(X)` to hold, every category of pairs must be in X or
@@ -62,7 +62,7 @@ pub fn words_per_plane(samples: usize) -> usize {
 
 /// Bytes the planes of `genes` genes of `samples` samples occupy, with
 /// the lists of tied sample pairs kept beside them (at most a sixteenth of
-/// the planes, see [`listed_pairs_cap`]).
+/// the planes, see `listed_pairs_cap`).
 pub fn plane_bytes(genes: usize, samples: usize) -> u64 {
     let words = words_per_plane(samples);
     genes as u64 * 2 * words as u64 * 8 + TiedPairs::max_bytes(genes, listed_pairs_cap(words))
@@ -245,7 +245,7 @@ fn put_bits(plane: &mut [u64], at: usize, value: u64) {
 }
 
 /// For a group of four rows and one column, the most tied-pair checks
-/// (`Σ min(n1, n2)` over the rows, see [`TiedPairs::n3`]) for which
+/// (`Σ min(n1, n2)` over the rows, see `TiedPairs::n3`) for which
 /// counting `n3` and one popcount beats two popcounts, on `isa` with planes
 /// of `words` words. Since the two-popcount path takes four logic
 /// operations per word (the U plane), the one-popcount path gains little:
@@ -270,7 +270,7 @@ pub fn one_popcount_budget(isa: Isa, words: usize) -> u64 {
 
 /// For a group of rows and one column, the most list entries per pair
 /// (`n1 + n2`, averaged over the group's pairs) for which the XOR path with
-/// the lists' correction ([`TiedPairs::xor_corrections4`]: one rank
+/// the lists' correction (`TiedPairs::xor_corrections4`: one rank
 /// comparison per entry) beats the tied paths, on `isa` with planes of
 /// `words` words. Measured with `cargo bench --bench kernels -- 57 310 1000
 /// levels=2 bitset` (about n/4 tied pairs per gene) on an AMD EPYC Zen 4
