@@ -7,7 +7,7 @@
 #   its manifest stripped of what belongs to the repository: the workspace,
 #   profiles, lints, benches, dev-dependencies;
 # - src/rust/Cargo.toml takes the core from there with the features an R user
-#   needs, and the profile of tools/profile.toml;
+#   needs (not the shell's), and the profile of tools/profile.toml;
 # - `cargo vendor` puts the sources of every dependency, at the versions of
 #   the repository's lock file, into src/rust/vendor.tar.xz.
 
@@ -77,7 +77,8 @@ manifest_path <- file.path(rust, "Cargo.toml")
 manifest <- readLines(manifest_path)
 dep <- grepl("^datafusion-kendall\\s*=", manifest)
 stop_if(sum(dep) != 1, "src/rust/Cargo.toml: no single datafusion-kendall dependency")
-manifest[dep] <- 'datafusion-kendall = { path = "core", features = ["cloud"] }'
+manifest[dep] <- paste('datafusion-kendall = { path = "core", default-features = false,',
+                       'features = ["cloud", "hdf5"] }')
 manifest <- drop_tables(manifest, "^\\s*\\[lints\\]")
 writeLines(c(manifest, readLines(file.path("tools", "profile.toml"))), manifest_path)
 
