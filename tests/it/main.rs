@@ -11,6 +11,7 @@ mod cluster;
 mod common;
 mod concurrency;
 mod cross;
+mod early_exit;
 mod errors;
 mod exports;
 mod fdr;
