@@ -46,8 +46,8 @@ def batch_kendall_tau(rna_matrix: Any, atac_matrix: Any, gene_indices: Any, peak
         )
     if len(genes) == 0:
         return np.array([], dtype=np.float64)
-    if rna_matrix.shape[0] < 2:
-        return np.full(len(genes), np.nan)
+    # The indices are checked whatever the cells: a bad index is an error
+    # even where every tau would be NaN.
     for name, idx, bound in (
         ("gene_indices", genes, rna_matrix.shape[1]),
         ("peak_indices", peaks, atac_matrix.shape[1]),
@@ -56,6 +56,8 @@ def batch_kendall_tau(rna_matrix: Any, atac_matrix: Any, gene_indices: Any, peak
             raise ValueError(f"{name} must hold integers, got dtype {idx.dtype}")
         if idx.min() < 0 or idx.max() >= bound:
             raise IndexError(f"{name} must lie in [0, {bound}), got {idx.min()}..{idx.max()}")
+    if rna_matrix.shape[0] < 2:
+        return np.full(len(genes), np.nan)
     # Only the features the pairs use, each once; the engine computes each
     # distinct pair once and returns its rows in ascending (gene, peak)
     # order, which the pairs are looked up in.
@@ -156,11 +158,11 @@ def candidate_pairs(
         raise ValueError(f"method must be 'a', 'b', 'c' or 'kendall', got {method!r}")
     if alternative not in _ALTERNATIVES:
         raise ValueError(f"alternative must be 'two-sided', 'less' or 'greater', got {alternative!r}")
-    x_ids = _feature_ids(x)
-    y_ids = _feature_ids(y) if y is not None else x_ids
+    x_ids, x_labelled = _feature_ids(x)
+    y_ids, y_labelled = _feature_ids(y) if y is not None else (x_ids, x_labelled)
     if y is not None and x.shape[0] != y.shape[0]:
         raise ValueError(f"x and y must have the same cells (rows): {x.shape[0]} vs {y.shape[0]}")
-    first, second = _pair_positions(pairs, x_ids, y_ids)
+    first, second = _pair_positions(pairs, (x_ids, x_labelled), (y_ids, y_labelled))
     if y is None:
         # One matrix: the union of the features used, once.
         used, pos = np.unique(np.concatenate([first, second]), return_inverse=True)
@@ -209,28 +211,42 @@ def candidate_pairs(
     return pd.DataFrame(frame, copy=False)
 
 
-def _feature_ids(data: Any) -> list[str]:
-    """Names of the features (columns) of ``data``."""
+def _feature_ids(data: Any) -> tuple[list[str], bool]:
+    """Names of the features (columns) of ``data``, and whether they are
+    labels of its own (AnnData's ``var_names``, a DataFrame's columns) rather
+    than positions (arrays and scipy matrices, numbered from 0). Labels must
+    be unique (as text): a pair could not say which feature it means."""
+    labels = None
     if type(data).__name__ == "AnnData":
-        return [str(g) for g in data.var_names]
-    try:
-        import pandas as pd
+        labels = [str(g) for g in data.var_names]
+    else:
+        try:
+            import pandas as pd
 
-        if isinstance(data, pd.DataFrame):
-            return [str(c) for c in data.columns]
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
+            if isinstance(data, pd.DataFrame):
+                labels = [str(c) for c in data.columns]
+        except ImportError:  # pragma: no cover - pandas is a dependency
+            pass
+    if labels is not None:
+        if len(set(labels)) != len(labels):
+            seen: set = set()
+            dup = next(g for g in labels if g in seen or seen.add(g))
+            raise ValueError(f"candidate_pairs(): duplicate feature label {dup!r}")
+        return labels, True
     if len(getattr(data, "shape", ())) != 2:
         raise TypeError(
             "candidate_pairs() takes AnnData, a pandas DataFrame, a numpy 2-D array or a "
             f"scipy sparse matrix, got {type(data).__name__}"
         )
-    return [str(k) for k in range(data.shape[1])]
+    return [str(k) for k in range(data.shape[1])], False
 
 
-def _pair_positions(pairs: Any, x_ids: list[str], y_ids: list[str]):
-    """The pairs as feature positions (integers: positions; otherwise names,
-    of which unknown ones are left out)."""
+def _pair_positions(pairs: Any, x_features: tuple, y_features: tuple):
+    """The pairs as feature positions. Ids are labels where the input has
+    them (a DataFrame's columns, integers included, and AnnData's
+    ``var_names``), matched by their text, unknown ones left out; integers
+    are positions into an array or scipy matrix. A list none of whose pairs
+    names two features is an error, as in ``kendall_candidate_pairs``."""
     import numpy as np
 
     if isinstance(pairs, tuple) and len(pairs) == 2:
@@ -239,22 +255,30 @@ def _pair_positions(pairs: Any, x_ids: list[str], y_ids: list[str]):
         first, second = pairs.iloc[:, 0].to_numpy(), pairs.iloc[:, 1].to_numpy()
     else:
         raise TypeError("pairs must be a DataFrame of two id columns or a tuple (first, second)")
-    if first.shape != second.shape:
-        raise ValueError("the two sides of pairs must have the same length")
+    if first.shape != second.shape or first.ndim != 1:
+        raise ValueError("the two sides of pairs must be 1-D and of the same length")
 
-    def positions(ids: Any, names: list[str], side: str):
-        if np.issubdtype(ids.dtype, np.integer):
+    def positions(ids: Any, features: tuple, side: str):
+        names, labelled = features
+        if not labelled and np.issubdtype(ids.dtype, np.integer):
             if len(ids) and (ids.min() < 0 or ids.max() >= len(names)):
                 raise IndexError(f"{side} positions must lie in [0, {len(names)})")
             return ids.astype(np.int64, copy=False)
         where = {n: k for k, n in enumerate(names)}
         return np.array([where.get(str(v), -1) for v in ids], dtype=np.int64)
 
-    first = positions(first, x_ids, "first")
-    second = positions(second, y_ids, "second")
+    listed_first, listed_second = first, second
+    first = positions(first, x_features, "first")
+    second = positions(second, y_features, "second")
     # Positions are all known; names may not be (-1).
-    if (first < 0).any() or (second < 0).any():
-        known = (first >= 0) & (second >= 0)
+    known = (first >= 0) & (second >= 0)
+    if len(first) and not known.any():
+        raise ValueError(
+            f"none of the {len(first)} pairs of the candidate list names two genes of the "
+            f"matrix (the first: '{listed_first[0]}' and '{listed_second[0]}'); the first "
+            "two columns of pairs must be the ids of gene_i and gene_j"
+        )
+    if not known.all():
         return first[known], second[known]
     return first, second
 

@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 
+from ._missing import check_complete, diagonal
 from ._inputs import _register, _to_arrow
 from ._progress import _collect, _in_notebook
 from ._session import result_context
@@ -80,8 +81,9 @@ def corr(
             option (``'pairwise'``, ``'propagate'``, ``'error'``,
             ``'complete'``).
         square: return a square genes x genes frame like pandas' ``corr``
-            (1.0 on the diagonal, NaN for pairs without a value or below the
-            threshold) instead of one row per pair. For small inputs: it holds
+            (on the diagonal 1.0, or NaN for a gene with fewer than
+            ``min_periods`` values; NaN for pairs without a value or below
+            the threshold) instead of one row per pair. For small inputs: it holds
             every pair in memory.
         genes: ``"columns"`` (default) or ``"rows"``: where a frame, table or
             array has its genes.
@@ -132,6 +134,8 @@ def corr(
 
     ctx = result_context(partitions)
     table, options, gene_ids = _to_arrow(data, genes)
+    if missing == "complete":
+        check_complete(data, table, options, gene_ids)
     options.update(
         {
             "variant": variant,
@@ -162,12 +166,14 @@ def corr(
     if progress is None:
         progress = _in_notebook()
     result = _collect(df, progress, name)
-    return _to_pandas(result, gene_ids, square, pd)
+    diag = diagonal(data, table, options, missing, min_periods) if square else None
+    return _to_pandas(result, gene_ids, diag, pd)
 
 
-def _to_pandas(result: Any, gene_ids: list[str], square: bool, pd: Any):
+def _to_pandas(result: Any, gene_ids: list[str], diag: Any, pd: Any):
     """The engine's pairs (gene columns as dictionaries of the gene list) as
-    a long pandas frame with categorical gene columns, or a square matrix."""
+    a long pandas frame with categorical gene columns, or, given the
+    diagonal ``diag``, a square matrix."""
     import numpy as np
     import pyarrow as pa
 
@@ -216,9 +222,9 @@ def _to_pandas(result: Any, gene_ids: list[str], square: bool, pd: Any):
 
     i, j = codes("gene_i"), codes("gene_j")
     tau = values("tau", np.float64)
-    if square:
+    if diag is not None:
         matrix = np.full((m, m), np.nan)
-        np.fill_diagonal(matrix, 1.0)
+        np.fill_diagonal(matrix, diag)
         matrix[i, j] = tau
         matrix[j, i] = tau
         return pd.DataFrame(matrix, index=gene_ids, columns=gene_ids)

@@ -24,7 +24,7 @@ def _collect(df: Any, progress: bool, source: str):
     ``source`` (a table name of this call's own, so that calls running at
     once in other threads have bars of their own) while it runs."""
     if not progress:
-        return df.to_arrow_table()
+        return _arrow(df)
     try:
         from tqdm.auto import tqdm
     except ImportError as e:
@@ -40,7 +40,7 @@ def _collect(df: Any, progress: bool, source: str):
     thread.start()
     finished = False
     try:
-        table = df.to_arrow_table()
+        table = _arrow(df)
         finished = True
         return table
     finally:
@@ -52,6 +52,19 @@ def _collect(df: Any, progress: bool, source: str):
         if finished and bar.total is not None and bar.n < bar.total:
             bar.update(bar.total - bar.n)
         bar.close()
+
+
+def _arrow(df: Any):
+    """``df`` run to a pyarrow Table. The engine's errors about the data
+    (the ``datafusion`` package raises them as a bare ``Exception``) are
+    ``ValueError`` with the engine's message, Python's error for a bad
+    value; Ctrl-C stays ``KeyboardInterrupt``."""
+    try:
+        return df.to_arrow_table()
+    except Exception as e:
+        if type(e) is Exception:
+            raise ValueError(str(e)) from e
+        raise
 
 
 def _update(bar: Any, source: str) -> None:

@@ -77,6 +77,31 @@
   }
 }
 
+# bit64's integer64 (a vector, a matrix, or data frame columns) as doubles
+# of its integers: as.matrix() and storage.mode() would keep its bytes,
+# read as tiny or NaN doubles.
+.from_integer64 <- function(x, what) {
+  convert <- function(v) {
+    if (!inherits(v, "integer64")) return(v)
+    if (!requireNamespace("bit64", quietly = TRUE)) {
+      stop(sprintf("'%s' holds integer64 values; install bit64 to convert them", what), call. = FALSE)
+    }
+    d <- dim(v)
+    n <- dimnames(v)
+    v <- bit64::as.double.integer64(v)
+    if (!is.null(d)) {
+      dim(v) <- d
+      dimnames(v) <- n
+    }
+    v
+  }
+  if (is.data.frame(x)) {
+    x[] <- lapply(x, convert)
+    return(x)
+  }
+  convert(x)
+}
+
 #' Kendall's tau between the columns of a matrix, as cor(method = "kendall")
 #'
 #' A drop-in for `cor(x, y, method = "kendall", use = use)`: the same
@@ -93,6 +118,8 @@ kendall_cor <- function(x, y = NULL, use = "everything", method = "kendall",
     stop("kendall_cor computes method = \"kendall\" only; use cor() for others")
   }
   .check_variant(variant)
+  x <- .from_integer64(x, "x")
+  if (!is.null(y)) y <- .from_integer64(y, "y")
   if (is.data.frame(y)) y <- as.matrix(y)
   if (is.data.frame(x)) x <- as.matrix(x)
   if (!is.matrix(x) && is.null(y)) stop("supply both 'x' and 'y' or a matrix-like 'x'")
@@ -170,6 +197,7 @@ kendall_cor <- function(x, y = NULL, use = "everything", method = "kendall",
 # then one column per sample named by its position (s1, s2, ...), so that
 # two matrices' samples pair up by row, as cor(x, y) pairs them.
 .genes_as_rows <- function(x, what) {
+  x <- .from_integer64(x, what)
   if (is.data.frame(x)) x <- as.matrix(x)
   if (!is.matrix(x) || !(is.numeric(x) || is.logical(x))) {
     stop(sprintf("'%s' must be a numeric matrix or data frame (samples x genes)", what), call. = FALSE)

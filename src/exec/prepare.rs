@@ -68,6 +68,7 @@ pub(super) fn prepare(
     // samples both have. The two inputs are read side by side, or, under a
     // memory limit, one after the other (what reading one holds is then
     // freed before the other is read).
+    let right_what = right.as_ref().map(|(s, _)| s.what.clone());
     let (loaded, cross) = match right {
         Some((right_spec, right_batches)) => {
             let left = || input::load(spec, batches, memory);
@@ -94,7 +95,11 @@ pub(super) fn prepare(
     // Listwise deletion: only samples every gene (of both sides) has.
     let mut loaded = loaded;
     if spec.missing == MissingValues::Complete {
-        loaded.keep_complete_samples();
+        let what = match right_what {
+            Some(right) => format!("{} and {right}", spec.what),
+            None => spec.what.clone(),
+        };
+        loaded.keep_complete_samples(&what)?;
     }
     let propagate = spec.missing == MissingValues::Propagate;
     let gene_ids = loaded.genes.clone();

@@ -19,8 +19,8 @@
 mod h5;
 mod h5_kind;
 mod layouts;
-pub mod live;
 mod missing;
+mod own_scan;
 pub mod pair_list;
 mod rank;
 mod read;

@@ -89,16 +89,16 @@ impl InputBatches {
         })
     }
 
-    /// The in-memory sparse table the plan scans, when it is one (the long
-    /// layout then reads its arrays in place). Found by the plan's schema:
-    /// a plan that went through the FFI (a Python host's optimizer) is a
-    /// foreign wrapper of the table's scan.
+    /// The in-memory sparse table the plan scans, when the plan is the
+    /// table's own scan (the long layout then reads its arrays in place);
+    /// never a table a plan derives from one (see
+    /// [`SparseTable::of_scan`](super::sparse_table::SparseTable::of_scan)).
     pub(crate) fn sparse_table(&self) -> Option<super::sparse_table::SparseTable> {
-        super::sparse_table::SparseTable::registered(&self.plan.schema())
+        super::sparse_table::SparseTable::of_scan(self.plan.as_ref())
     }
 
-    /// The 10x directory the plan reads, when it is one read by this
-    /// library's own scan (the long layout then reads its matrix without
+    /// The 10x directory the plan reads, when the plan is this library's
+    /// own scan of it (the long layout then reads its matrix without
     /// triples).
     pub(crate) fn tenx_files(&self) -> Option<std::sync::Arc<super::tenx::TenxFiles>> {
         super::tenx::files_of(self.plan.as_ref())

@@ -60,19 +60,15 @@ pub struct Resolved {
 /// the location `source` (format as `format` says).
 pub async fn resolve(state: &dyn Session, source: &str, format: InputFormat) -> Result<Resolved> {
     if let Some(provider) = registered(state, source).await? {
-        // A sparse table of this library, also one that came back through
-        // the FFI as a foreign provider: read as the table itself.
-        if let Some(table) = super::sparse_table::SparseTable::registered(&provider.schema()) {
-            return Ok(Resolved {
-                provider: Arc::new(table),
-                what: format!("table '{source}'"),
-                sparse: true,
-            });
-        }
+        // A sparse table or 10x directory of this library (also one that
+        // went through the FFI and came back) is read as the table itself;
+        // a table derived from one (a view, a copy) as its rows.
+        let sparse = super::sparse_table::SparseTable::of_provider(provider.as_ref()).is_some()
+            || super::tenx::is_tenx_table(provider.as_ref());
         return Ok(Resolved {
             provider,
             what: format!("table '{source}'"),
-            sparse: false,
+            sparse,
         });
     }
     if let Some(files) = super::tenx::detect(source)? {

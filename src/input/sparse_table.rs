@@ -10,9 +10,10 @@
 //! read the triples.
 //!
 //! Through the FFI (a table registered in a Python `SessionContext`) the
-//! table comes back to this library as a foreign provider; its schema's
-//! metadata numbers it ([`super::live`]) and [`SparseTable::registered`]
-//! finds it again, so it is still read in place, by this library.
+//! table comes back to this library as itself, so it is still read in
+//! place, by this library. A table derived from it (a view, a filter, a
+//! `CREATE TABLE AS` copy) is not: it is read as its rows, like any table
+//! ([`super::own_scan`]).
 //!
 //! The arrays are the caller's (Arrow buffers shared, not copied) and are
 //! checked when the table is made: ids unique and non-null, offsets
@@ -48,15 +49,12 @@ use datafusion::physical_plan::{
 use rayon::prelude::*;
 
 use super::ExpressionMatrix;
-use super::live::{self, Live};
+use super::own_scan::{own_scan, own_table};
 use super::sparse::SparseValues;
 use crate::memory::{QueryMemory, Reservation, try_with_capacity};
 
 /// Rows per batch of triples.
 const BATCH_ROWS: usize = 1 << 16;
-
-/// The live sparse tables of the process.
-static LIVE: Live<Entries> = Live::new();
 
 /// A genes × samples matrix as its stored entries, gene by gene, as a
 /// table (see the [module](self)).
@@ -66,8 +64,6 @@ pub struct SparseTable(Arc<Entries>);
 /// The checked arrays of a [`SparseTable`].
 #[derive(Debug)]
 struct Entries {
-    /// The table's number in [`LIVE`] (and in its schema's metadata).
-    number: u64,
     genes: StringArray,
     samples: StringArray,
     /// Gene `g`'s entries are `offsets[g]..offsets[g + 1]`.
@@ -274,16 +270,19 @@ impl SparseTable {
                 offsets[0], offsets[m]
             )));
         }
+        // Ascending from 0 to `entries` (checked above), so every gene's
+        // entries are in range before any gene's are read.
+        if let Some(g) = (0..m).find(|&g| offsets[g + 1] < offsets[g]) {
+            return Err(error(format!(
+                "offsets decrease at gene '{}' ({} then {})",
+                genes.value(g),
+                offsets[g],
+                offsets[g + 1]
+            )));
+        }
         // Each gene checked on rayon's threads (an error names one bad gene).
         let gene_entries = |g: usize| -> Result<usize> {
-            let (a, b) = (offsets[g], offsets[g + 1]);
-            if b < a {
-                return Err(error(format!(
-                    "offsets decrease at gene '{}' ({a} then {b})",
-                    genes.value(g)
-                )));
-            }
-            let (a, b) = (a as usize, b as usize);
+            let (a, b) = (offsets[g] as usize, offsets[g + 1] as usize);
             // One pass without branches (vectorised) for a gene that is
             // right; the loop below finds what is wrong with one that is not.
             let (gene_indices, gene_values) = (&indices[a..b], &values[a..b]);
@@ -333,7 +332,6 @@ impl SparseTable {
         // All indices are in range now.
         let empty_samples = empty_samples(&indices, n);
         let entries = Arc::new(Entries {
-            number: live::number(),
             genes,
             samples,
             offsets: starts,
@@ -343,15 +341,21 @@ impl SparseTable {
             nonzero,
             _memory: memory,
         });
-        LIVE.add(entries.number, &entries);
         Ok(Self(entries))
     }
 
-    /// The live table `schema` names (see [`super::live`]), as this
-    /// library's own provider: a table made here that came back through
-    /// the FFI as a foreign one.
-    pub fn registered(schema: &Schema) -> Option<Self> {
-        LIVE.find(schema).map(Self)
+    /// `provider` as a sparse table, when it is one (also one that went
+    /// through the FFI and came back); `None` for any other table, a view
+    /// or a copy of one included.
+    pub fn of_provider(provider: &dyn TableProvider) -> Option<Self> {
+        own_table::<Self>(provider).cloned()
+    }
+
+    /// The sparse table `plan` scans, when `plan` is its own scan (see
+    /// [`own_scan`]); `None` for a plan that filters, projects or copies
+    /// its rows.
+    pub(crate) fn of_scan(plan: &dyn ExecutionPlan) -> Option<Self> {
+        own_scan::<SparseTableExec>(plan).map(|scan| Self(Arc::clone(&scan.table)))
     }
 
     /// Number of genes.
@@ -435,21 +439,20 @@ fn id_type() -> DataType {
 
 /// The schema of a sparse matrix's triples (a sparse table's, a 10x
 /// directory's): `gene`, `sample` (the long layout's default column names,
-/// dictionary-keyed ids) and `value`, the table's number in the metadata
-/// ([`live`]).
-pub(crate) fn schema(number: u64) -> SchemaRef {
+/// dictionary-keyed ids) and `value`.
+pub(crate) fn schema() -> SchemaRef {
     let fields = vec![
         Field::new("gene", id_type(), false),
         Field::new("sample", id_type(), false),
         Field::new("value", DataType::Float64, false),
     ];
-    Arc::new(Schema::new_with_metadata(fields, live::metadata(number)))
+    Arc::new(Schema::new(fields))
 }
 
 #[async_trait]
 impl TableProvider for SparseTable {
     fn schema(&self) -> SchemaRef {
-        schema(self.0.number)
+        schema()
     }
 
     fn table_type(&self) -> TableType {
@@ -464,7 +467,7 @@ impl TableProvider for SparseTable {
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let projection = projection.cloned().unwrap_or_else(|| vec![0, 1, 2]);
-        let schema = Arc::new(schema(self.0.number).project(&projection)?);
+        let schema = Arc::new(schema().project(&projection)?);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(Arc::clone(&schema)),
             Partitioning::UnknownPartitioning(1),
@@ -481,7 +484,8 @@ impl TableProvider for SparseTable {
 }
 
 /// The scan of a [`SparseTable`]: its triples, in gene order (a Kendall
-/// query's load reads the table itself, found by the scan's schema).
+/// query's load reads the table itself when its input is this scan, see
+/// [`SparseTable::of_scan`]).
 #[derive(Debug)]
 pub struct SparseTableExec {
     table: Arc<Entries>,
@@ -606,7 +610,7 @@ impl Triples {
             keyed(samples, &t.samples)?,
             Arc::new(Float64Array::from(values)) as ArrayRef,
         ];
-        Ok(RecordBatch::try_new(schema(t.number), columns)?.project(&self.projection)?)
+        Ok(RecordBatch::try_new(schema(), columns)?.project(&self.projection)?)
     }
 
     fn done(&self) -> bool {

@@ -41,7 +41,7 @@ use datafusion::physical_plan::{
 };
 
 use super::ExpressionMatrix;
-use super::live::{self, Live};
+use super::own_scan::{own_scan, own_table};
 use super::sparse::SparseValues;
 use super::sparse_table::schema;
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
@@ -552,11 +552,18 @@ pub(crate) fn read_matrix(files: &TenxFiles, memory: &QueryMemory) -> Result<Exp
         .dense_above_max_density(memory)
 }
 
-/// The 10x directory a plan reads, when it is a [`TenxExec`] (also one that
-/// came back through the FFI: found by its schema), so that the long layout
+/// The 10x directory a plan reads, when the plan is a [`TenxExec`] (see
+/// [`own_scan`]: also one that went through the FFI and came back, not a
+/// plan that filters, projects or copies its rows), so that the long layout
 /// reads its matrix with [`read_matrix`].
 pub(crate) fn files_of(plan: &dyn ExecutionPlan) -> Option<Arc<TenxFiles>> {
-    LIVE.find(&plan.schema())
+    own_scan::<TenxExec>(plan).map(|scan| Arc::clone(&scan.files))
+}
+
+/// Whether `provider` is a 10x directory's table itself (not a table
+/// derived from one).
+pub(crate) fn is_tenx_table(provider: &dyn TableProvider) -> bool {
+    own_table::<TenxTable>(provider).is_some()
 }
 
 impl Triples {
@@ -601,24 +608,13 @@ impl Iterator for Triples {
 /// [`Triples`]), all batches at once.
 #[cfg(test)]
 fn read_triples(files: &TenxFiles) -> Result<Vec<RecordBatch>> {
-    read_entries(
-        files,
-        &QueryMemory::unbounded("x"),
-        schema(0),
-        vec![0, 1, 2],
-    )?
-    .collect()
+    read_entries(files, &QueryMemory::unbounded("x"), schema(), vec![0, 1, 2])?.collect()
 }
-
-/// The 10x directories of the tables of the process (found by their scans'
-/// schemas when the scans come back through the FFI).
-static LIVE: Live<TenxFiles> = Live::new();
 
 /// A 10x matrix directory as a table of `(gene, sample, value)` triples.
 #[derive(Debug)]
 pub struct TenxTable {
     files: Arc<TenxFiles>,
-    number: u64,
 }
 
 impl TenxTable {
@@ -627,16 +623,16 @@ impl TenxTable {
     pub fn try_new(files: TenxFiles) -> Result<Self> {
         // Read again when the input is loaded, as every source is.
         shape(&files)?;
-        let (files, number) = (Arc::new(files), live::number());
-        LIVE.add(number, &files);
-        Ok(Self { files, number })
+        Ok(Self {
+            files: Arc::new(files),
+        })
     }
 }
 
 #[async_trait]
 impl TableProvider for TenxTable {
     fn schema(&self) -> SchemaRef {
-        schema(self.number)
+        schema()
     }
 
     fn table_type(&self) -> TableType {
@@ -651,7 +647,7 @@ impl TableProvider for TenxTable {
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let projection = projection.cloned().unwrap_or_else(|| vec![0, 1, 2]);
-        let full = schema(self.number);
+        let full = schema();
         let schema = Arc::new(full.project(&projection)?);
         let properties = PlanProperties::new(
             EquivalenceProperties::new(Arc::clone(&schema)),

@@ -290,3 +290,47 @@ fn a_cancelled_copy_into_new_directories_leaves_none() {
     assert_eq!(code, Some(130), "{stderr}");
     assert!(names(dir.path()).is_empty(), "{:?}", names(dir.path()));
 }
+
+/// Case: `COPY ... TO 'file:/dir/net.csv'` (a file URL with one slash)
+/// writes `/dir/net.csv`, where DataFusion puts it, and makes no `file:`
+/// directory; a target DataFusion would read as a pattern is refused before
+/// the query runs, and nothing is written.
+#[test]
+fn a_copy_to_a_file_url_writes_the_file_it_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let target = dir.path().join("net.csv");
+    let sql = format!(
+        "COPY (SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{}') \
+         WHERE abs(tau) > 0.8) TO 'file:{}'",
+        demo(),
+        target.display()
+    );
+    let out = shell(&["-q", "-c", &sql])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let written = std::fs::read_to_string(&target).expect("the file the URL names");
+    assert!(written.starts_with("gene_i,gene_j,tau\n"), "{written}");
+    assert!(written.lines().count() > 1, "{written}");
+    assert!(names(work.path()).is_empty(), "{:?}", names(work.path()));
+    assert_eq!(names(dir.path()), ["net.csv"]);
+
+    let sql = format!(
+        "COPY (SELECT 1 AS x) TO '{}/net[1].csv'",
+        dir.path().display()
+    );
+    let out = shell(&["-q", "-c", &sql])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("glob character"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(names(dir.path()), ["net.csv"]);
+    assert!(names(work.path()).is_empty(), "{:?}", names(work.path()));
+}

@@ -414,6 +414,12 @@ fn bad_sparse_tables_are_refused_by_name() {
             make(&genes, vec![0, 2, 2], vec![1, 0], vec![1.0, 1.0]),
             "gene 'x' lists sample 'a' out of order",
         ),
+        // Case: offsets that go up past the entries, then down to their
+        // number, are an error, not a read past the arrays (a panic).
+        (
+            make(&genes, vec![0, 3, 2], vec![0, 1], vec![1.0, 1.0]),
+            "offsets decrease at gene 'y' (3 then 2)",
+        ),
         (
             make(&genes, vec![0, 2, 2], vec![1, 1], vec![1.0, 1.0]),
             "gene 'x' lists sample 'b' twice",

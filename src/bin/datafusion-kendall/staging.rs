@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use datafusion::datasource::listing::ListingTableUrl;
 use datafusion::error::{DataFusionError, Result};
-use datafusion::execution::object_store::ObjectStoreUrl;
 use datafusion::object_store::path::Path as StorePath;
 use datafusion::object_store::{ObjectStore, ObjectStoreExt};
 use datafusion::prelude::SessionContext;
@@ -90,50 +90,100 @@ impl Staging {
     /// location; `None` for other statements, and for a URL whose store the
     /// session cannot open (the COPY then fails as DataFusion says, having
     /// written nothing).
+    ///
+    /// The target is resolved as DataFusion resolves it when it plans the
+    /// COPY ([`ListingTableUrl::parse`]): `file:/tmp/net.csv`,
+    /// `file:///tmp/net.csv` and `/tmp/net.csv` are one file, a relative
+    /// path is taken from the working directory with `.` and `..` resolved
+    /// by name, and percent escapes of a URL are decoded. A target
+    /// DataFusion would not write where it says is refused before the
+    /// query runs: a path holding a glob character (DataFusion writes into
+    /// the directory before the pattern) and a `file:` URL naming a host.
     pub async fn begin(statement: &mut DFStatement, ctx: &SessionContext) -> Result<Option<Self>> {
         let DFStatement::CopyTo(copy) = statement else {
             return Ok(None);
         };
-        let trailing = copy.target.ends_with('/');
-        let (staging, new_target) = match copy.target.split_once("://") {
-            None => Self::local(Path::new(&copy.target), trailing)?,
-            Some(("file", path)) => Self::local(Path::new(path), trailing)?,
-            Some((scheme, rest)) => {
-                let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
-                let base = format!("{scheme}://{host}");
-                let Ok(url) = ObjectStoreUrl::parse(&base) else {
-                    return Ok(None);
-                };
-                let Ok(store) = ctx.runtime_env().object_store(&url) else {
-                    return Ok(None);
-                };
-                let target = StorePath::from(path.trim_end_matches('/'));
-                let Some(name) = target.filename().map(str::to_owned) else {
-                    return Err(DataFusionError::Plan(format!(
-                        "COPY: '{}' names no file or directory in the bucket",
-                        copy.target
-                    )));
-                };
-                let parent: Vec<_> = target.parts().collect();
-                let parent = &parent[..parent.len() - 1];
-                let prefix: StorePath = parent
-                    .iter()
-                    .cloned()
-                    .chain(std::iter::once(staging_name(&name).as_str().into()))
-                    .collect();
-                let new_target =
-                    format!("{base}/{prefix}/{name}{}", if trailing { "/" } else { "" });
-                let staging = StoreStaging {
-                    store,
-                    base,
-                    target,
-                    prefix,
-                };
-                (Staging::Store(staging), new_target)
+        let refuse =
+            |why: &str| DataFusionError::Plan(format!("COPY: the target '{}' {why}", copy.target));
+        let url = ListingTableUrl::parse(&copy.target)
+            .map_err(|e| refuse(&format!("is neither a path nor a URL ({e})")))?;
+        if url.get_glob().is_some() {
+            return Err(refuse(
+                "holds a glob character (* ? or [), which DataFusion reads as a pattern of \
+                 files to write beside; name it without one, or give it as a file:// URL",
+            ));
+        }
+        let trailing = url.is_collection();
+        let (staging, new_target) = if url.scheme() == "file" {
+            if url.get_url().host_str().is_some_and(|h| !h.is_empty()) {
+                return Err(refuse(
+                    "names a host; a file URL writes on this machine (file:///path)",
+                ));
+            }
+            let path = url
+                .get_url()
+                .to_file_path()
+                .map_err(|()| refuse("is not a local path"))?;
+            if Path::new(&copy.target).file_name().is_none() {
+                return Err(refuse("names no file or directory"));
+            }
+            Self::local(&path, trailing)?
+        } else {
+            match Self::store(&url, trailing, ctx)? {
+                Some(staged) => staged,
+                None => return Ok(None),
             }
         };
         copy.target = new_target;
         Ok(Some(staging))
+    }
+
+    /// The staging prefix of a target in an object store, and the
+    /// rewritten target; `None` when the session has no store for it.
+    fn store(
+        url: &ListingTableUrl,
+        trailing: bool,
+        ctx: &SessionContext,
+    ) -> Result<Option<(Self, String)>> {
+        let Ok(store) = ctx.runtime_env().object_store(url.object_store()) else {
+            return Ok(None);
+        };
+        let base = url
+            .object_store()
+            .as_str()
+            .trim_end_matches('/')
+            .to_string();
+        // The path as DataFusion writes it: percent escapes decoded.
+        let target = url.prefix().clone();
+        let Some(name) = target.filename().map(str::to_owned) else {
+            return Err(DataFusionError::Plan(format!(
+                "COPY: '{}' names no file or directory in the bucket",
+                url.as_str()
+            )));
+        };
+        let parent: Vec<_> = target.parts().collect();
+        let parent = &parent[..parent.len() - 1];
+        let prefix: StorePath = parent
+            .iter()
+            .cloned()
+            .chain(std::iter::once(staging_name(&name).as_str().into()))
+            .collect();
+        // Each part percent-encoded, so that DataFusion decodes it back.
+        let mut staged = url.get_url().clone();
+        staged
+            .path_segments_mut()
+            .map_err(|()| DataFusionError::Plan(format!("COPY: '{}' has no path", url.as_str())))?
+            .clear()
+            .extend(prefix.parts().map(|p| p.as_ref().to_string()))
+            .push(&name)
+            .extend(trailing.then_some(""));
+        let staging = StoreStaging {
+            store,
+            base,
+            target,
+            prefix,
+        };
+        Ok(Some((Staging::Store(staging), staged.to_string())))
     }
 
     /// Makes the staging directory of a local target; returns it and the
@@ -178,7 +228,19 @@ impl Staging {
             remove_empty_dirs(&made_parents);
             return Err(io_error("cannot make the staging directory", &dir, e));
         }
-        let mut new_target = dir.join(&name).display().to_string();
+        // A file URL: DataFusion reads it as the path it encodes, never as
+        // a pattern.
+        let staged = dir.join(&name);
+        let mut new_target = url::Url::from_file_path(&staged)
+            .map_err(|()| {
+                remove_empty_dirs(&made_parents);
+                let _ = std::fs::remove_dir(&dir);
+                DataFusionError::Plan(format!(
+                    "COPY: '{}' is not an absolute path",
+                    staged.display()
+                ))
+            })?
+            .to_string();
         if trailing {
             new_target.push('/');
         }
@@ -409,6 +471,21 @@ mod tests {
         }
     }
 
+    /// The local path a staged target (a file URL) names.
+    fn local_target(statement: &DFStatement) -> PathBuf {
+        let target = target_of(statement);
+        let mut path = url::Url::parse(&target)
+            .unwrap()
+            .to_file_path()
+            .unwrap()
+            .display()
+            .to_string();
+        if target.ends_with('/') && !path.ends_with('/') {
+            path.push('/');
+        }
+        PathBuf::from(path)
+    }
+
     fn names(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
@@ -429,7 +506,7 @@ mod tests {
         // Aborted: the staging directory goes, everything else stays.
         let mut statement = copy(&target.display().to_string());
         let staging = Staging::begin(&mut statement, &ctx).await.unwrap().unwrap();
-        let staged = PathBuf::from(target_of(&statement));
+        let staged = local_target(&statement);
         assert_eq!(staged.file_name().unwrap(), "net.csv");
         let staging_dir = staged.parent().unwrap().to_path_buf();
         assert_eq!(staging_dir.parent().unwrap(), dir.path());
@@ -443,7 +520,7 @@ mod tests {
         // Committed: the new file replaces the old in one rename.
         let mut statement = copy(&target.display().to_string());
         let staging = Staging::begin(&mut statement, &ctx).await.unwrap().unwrap();
-        std::fs::write(target_of(&statement), "today").unwrap();
+        std::fs::write(local_target(&statement), "today").unwrap();
         staging.commit().await.unwrap();
         assert_eq!(names(dir.path()), ["net.csv", "notes.txt"]);
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "today");
@@ -471,7 +548,7 @@ mod tests {
         std::fs::write(out.join("notes.txt"), "precious").unwrap();
         let mut statement = copy(&format!("{}/", out.display()));
         let staging = Staging::begin(&mut statement, &ctx).await.unwrap().unwrap();
-        let staged = PathBuf::from(target_of(&statement));
+        let staged = local_target(&statement);
         std::fs::create_dir_all(staged.join("k=1")).unwrap();
         std::fs::write(staged.join("a_0.parquet"), "a").unwrap();
         std::fs::write(staged.join("k=1/b_0.parquet"), "b").unwrap();
@@ -486,7 +563,7 @@ mod tests {
         // A file of the output whose name exists is not replaced.
         let mut statement = copy(&format!("{}/", out.display()));
         let staging = Staging::begin(&mut statement, &ctx).await.unwrap().unwrap();
-        let staged = PathBuf::from(target_of(&statement));
+        let staged = local_target(&statement);
         std::fs::create_dir_all(&staged).unwrap();
         std::fs::write(staged.join("notes.txt"), "new").unwrap();
         let e = staging.commit().await.unwrap_err().to_string();
@@ -516,6 +593,46 @@ mod tests {
                 .is_none()
         );
         assert_eq!(target_of(&statement), "nostore://b/net.csv");
+    }
+
+    /// Case: `file:/tmp/net.csv` (one slash) is the file `/tmp/net.csv`, as
+    /// DataFusion resolves it, not a relative path `./file:/tmp/net.csv`;
+    /// so are `file:///`, percent escapes and `..` in a relative path.
+    #[tokio::test]
+    async fn file_urls_are_resolved_as_datafusion_resolves_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display().to_string();
+        let ctx = SessionContext::new();
+        for (target, file) in [
+            (format!("file:{d}/net.csv"), "net.csv"),
+            (format!("file://{d}/net.csv"), "net.csv"),
+            (format!("file:{d}/a%20b.csv"), "a b.csv"),
+            (format!("{d}/sub/../net2.csv"), "net2.csv"),
+        ] {
+            let mut statement = copy(&target);
+            let staging = Staging::begin(&mut statement, &ctx).await.unwrap().unwrap();
+            let staged = local_target(&statement);
+            assert_eq!(staged.file_name().unwrap(), file, "{target}");
+            std::fs::write(&staged, "rows").unwrap();
+            staging.commit().await.unwrap();
+            assert_eq!(
+                std::fs::read_to_string(dir.path().join(file)).unwrap(),
+                "rows",
+                "{target}"
+            );
+        }
+        assert!(!Path::new("file:").exists(), "a ./file: directory was made");
+        assert_eq!(names(dir.path()), ["a b.csv", "net.csv", "net2.csv"]);
+        // What DataFusion would not write where it says is refused.
+        for (target, says) in [
+            (format!("{d}/net[1].csv"), "glob character"),
+            (format!("{d}/*.csv"), "glob character"),
+            (format!("file://elsewhere{d}/net.csv"), "names a host"),
+        ] {
+            let e = Staging::begin(&mut copy(&target), &ctx).await.unwrap_err();
+            assert!(e.to_string().contains(says), "{target}: {e}");
+        }
+        assert_eq!(names(dir.path()), ["a b.csv", "net.csv", "net2.csv"]);
     }
 
     #[tokio::test]

@@ -5,7 +5,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int32Array, RecordBatch, StringArray,
+    Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int32Array, Int64Array, RecordBatch,
+    StringArray,
 };
 use datafusion::arrow::buffer::NullBuffer;
 use datafusion::arrow::compute::cast;
@@ -81,9 +82,27 @@ fn nulls(valid: Vec<bool>) -> Option<NullBuffer> {
     }
 }
 
+/// Classes of a data frame's columns whose values are what their vectors
+/// hold (`integer64` is converted from its bits, see [`integer64`]); a
+/// column of any other class (a date, a time, a unit) is refused rather
+/// than read as its storage.
+const KNOWN_CLASSES: [&str; 5] = ["factor", "ordered", "AsIs", "integer64", "noquote"];
+
+/// bit64's `integer64`: a double vector whose 8 bytes each hold a 64-bit
+/// integer (`NA` is the smallest one), as an Int64 array.
+fn integer64(bits: &[f64]) -> Int64Array {
+    bits.iter()
+        .map(|x| {
+            let v = x.to_bits() as i64;
+            (v != i64::MIN).then_some(v)
+        })
+        .collect()
+}
+
 /// An R data frame (a named list of equal-length vectors) as one record
 /// batch: doubles as Float64 (R's `NA` as null, `NaN` kept), integers as
-/// Int32, logicals as Boolean, strings and factors as Utf8.
+/// Int32, bit64's `integer64` as Int64, logicals as Boolean, strings and
+/// factors as Utf8; a column of another class is an error naming it.
 pub fn data_frame_to_batch(name: &str, df: Sexp) -> savvy::Result<RecordBatch> {
     let TypedSexp::List(list) = df.into_typed() else {
         return Err(err(format!("'{name}' must be a data frame")));
@@ -105,16 +124,15 @@ pub fn data_frame_to_batch(name: &str, df: Sexp) -> savvy::Result<RecordBatch> {
         let class = value.get_class().unwrap_or_default();
         let type_name = value.get_human_readable_type_name();
         let levels = value.get_attrib("levels")?;
-        if let Some(c) = class
-            .iter()
-            .find(|c| ["Date", "POSIXct", "POSIXlt", "difftime"].contains(c))
-        {
+        if let Some(c) = class.iter().find(|c| !KNOWN_CLASSES.contains(c)) {
             return Err(err(format!(
-                "'{name}': column '{col}' is of class {c}: convert it with as.numeric() or \
+                "'{name}': column '{col}' is of class {c}, which is not converted (its values \
+                 could be read as something else); convert it with as.numeric() or \
                  as.character() first"
             )));
         }
         let array: ArrayRef = match value.into_typed() {
+            TypedSexp::Real(v) if class.contains(&"integer64") => Arc::new(integer64(v.as_slice())),
             TypedSexp::Real(v) => {
                 let s = v.as_slice();
                 let valid = s.iter().map(|x| !x.is_na()).collect();

@@ -1,0 +1,138 @@
+//! Tables derived from this library's own tables (a sparse table, a 10x
+//! directory) — a view that filters genes, one that changes values, a
+//! `CREATE TABLE AS` copy — are read as their rows, never swapped back for
+//! the table they come from (DataFusion keeps a schema's metadata through
+//! all of them, so nothing may be found again through it).
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{Float64Array, Int32Array, StringArray};
+use datafusion::prelude::SessionContext;
+use datafusion_kendall::SparseTable;
+use datafusion_kendall::input::tenx::{TenxTable, detect};
+
+use crate::common::{self, ctx, run, sorted_bits};
+
+const COLUMNS: &str = "gene_i, gene_j, tau, p_value, n";
+
+/// Genes x, y, z over samples a..f; every sample has an entry of x or y,
+/// so the triples of x and y alone name every sample.
+fn sparse_table() -> SparseTable {
+    SparseTable::try_new(
+        &StringArray::from_iter_values(["x", "y", "z"]),
+        &StringArray::from_iter_values(["a", "b", "c", "d", "e", "f"]),
+        &Int32Array::from(vec![0, 4, 7, 9]),
+        &Int32Array::from(vec![0, 1, 3, 5, 1, 2, 4, 0, 4]),
+        &Float64Array::from(vec![3.0, 1.0, 2.0, 5.0, 4.0, 1.0, 2.0, 7.0, 1.0]),
+    )
+    .unwrap()
+}
+
+/// The pairs `sql` returns, as exact bits.
+async fn pairs(ctx: &SessionContext, sql: &str) -> Vec<common::RowBits> {
+    sorted_bits(&run(ctx, sql).await.unwrap_or_else(|e| panic!("{sql}: {e}")))
+}
+
+/// Case: a view of a sparse table that keeps two genes gives their one
+/// pair (not every pair of the table), one that negates a gene negates its
+/// taus, and a `CREATE TABLE AS` copy of the two genes gives one pair.
+#[tokio::test]
+async fn views_and_copies_of_a_sparse_table_are_read_as_their_rows() {
+    let ctx = ctx(1);
+    ctx.register_table("rna", Arc::new(sparse_table())).unwrap();
+    let whole = pairs(
+        &ctx,
+        &format!("SELECT {COLUMNS} FROM kendall_all_pairs('rna')"),
+    )
+    .await;
+    assert_eq!(whole.len(), 3);
+    let xy = whole
+        .iter()
+        .find(|r| (r.0.as_str(), r.1.as_str()) == ("x", "y"))
+        .unwrap()
+        .clone();
+    // The triples of a derived table are read as any long table is.
+    run(
+        &ctx,
+        "SET kendall.layout = 'long'; SET kendall.absent = 'zero'",
+    )
+    .await
+    .unwrap();
+    run(
+        &ctx,
+        "CREATE VIEW two AS SELECT * FROM rna WHERE gene IN ('x', 'y')",
+    )
+    .await
+    .unwrap();
+    let two = pairs(
+        &ctx,
+        &format!("SELECT {COLUMNS} FROM kendall_all_pairs('two')"),
+    )
+    .await;
+    assert_eq!(two, vec![xy.clone()], "a view of two genes");
+    run(
+        &ctx,
+        "CREATE TABLE copied AS SELECT * FROM rna WHERE gene IN ('x', 'y')",
+    )
+    .await
+    .unwrap();
+    let copied = pairs(
+        &ctx,
+        &format!("SELECT {COLUMNS} FROM kendall_all_pairs('copied')"),
+    )
+    .await;
+    assert_eq!(copied, vec![xy.clone()], "a copy of two genes");
+    run(
+        &ctx,
+        "CREATE VIEW negated AS SELECT gene, sample, \
+         CASE WHEN gene = 'x' THEN -value ELSE value END AS value FROM rna",
+    )
+    .await
+    .unwrap();
+    let negated = pairs(
+        &ctx,
+        &format!(
+            "SELECT {COLUMNS} FROM kendall_all_pairs('negated') WHERE gene_i = 'x' AND gene_j = 'y'"
+        ),
+    )
+    .await;
+    assert_eq!(negated.len(), 1);
+    assert_eq!(
+        f64::from_bits(negated[0].2),
+        -f64::from_bits(xy.2),
+        "negated x"
+    );
+}
+
+/// Case: a registered 10x directory is read as the sparse matrix it is
+/// (no option to set); a view of two of its genes gives their one pair.
+#[tokio::test]
+async fn views_of_a_10x_directory_are_read_as_their_rows() {
+    let ctx = ctx(1);
+    let files = detect("data/tenx_demo").unwrap().expect("a 10x directory");
+    ctx.register_table("tx", Arc::new(TenxTable::try_new(files).unwrap()))
+        .unwrap();
+    let whole = pairs(
+        &ctx,
+        &format!("SELECT {COLUMNS} FROM kendall_all_pairs('tx')"),
+    )
+    .await;
+    assert_eq!(
+        whole,
+        common::all_pairs_bits("data/tenx_demo", "auto").await
+    );
+    run(
+        &ctx,
+        "SET kendall.layout = 'long'; SET kendall.absent = 'zero'; \
+         CREATE VIEW two AS SELECT * FROM tx \
+         WHERE gene IN ('ENSG00000000003', 'ENSG00000000005')",
+    )
+    .await
+    .unwrap();
+    let two = pairs(
+        &ctx,
+        &format!("SELECT {COLUMNS} FROM kendall_all_pairs('two')"),
+    )
+    .await;
+    assert_eq!(two.len(), 1, "a view of two genes: {two:?}");
+}
