@@ -12,6 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray, Float64Array, RecordBatch, StringArray};
+use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Float64Type};
 use datafusion::prelude::SessionContext;
 use datafusion_kendall::input::tenx::{TenxTable, detect};
@@ -259,11 +260,13 @@ async fn kinds(ctx: &SessionContext, dir: &Path) -> Vec<Kind> {
     ]
 }
 
-/// The first column of `sql`'s rows, as text.
+/// The first column of `sql`'s rows, as text (whatever string type the
+/// query gives: `CAST(.. AS VARCHAR)` is a string view in DataFusion 55).
 async fn rows_of_column(ctx: &SessionContext, sql: &str) -> Vec<String> {
     let mut out = Vec::new();
     for b in run(ctx, sql).await.unwrap() {
-        let column = b.column(0).as_string::<i32>();
+        let column = cast(b.column(0), &DataType::Utf8).unwrap();
+        let column = column.as_string::<i32>();
         out.extend((0..b.num_rows()).map(|r| column.value(r).to_string()));
     }
     out.sort();
