@@ -193,6 +193,12 @@ fn is_string(dt: &DataType) -> bool {
     )
 }
 
+/// Whether `dt` holds text: a string type, or a dictionary of strings (a
+/// pandas categorical, a Parquet column written with its dictionary).
+fn is_text(dt: &DataType) -> bool {
+    is_string(dt) || matches!(dt, DataType::Dictionary(_, v) if is_string(v))
+}
+
 /// How many names an error message lists before "and N more".
 const LISTED_NAMES: usize = 8;
 

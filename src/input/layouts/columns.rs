@@ -8,7 +8,7 @@ use datafusion::error::Result;
 use super::grow;
 use crate::input::values::{Exact, NumericColumn, ValueBuffer};
 use crate::input::{
-    Columns, ExpressionMatrix, InputBatches, InputSpec, MissingValues, data_error, is_string,
+    Columns, ExpressionMatrix, InputBatches, InputSpec, MissingValues, data_error, is_text,
     plan_error,
 };
 use crate::memory::Reservation;
@@ -40,7 +40,7 @@ pub(in crate::input) fn inspect_columns(
             }
             genes.push(field.name().clone());
             projection.push(index);
-        } else if !is_string(dt) {
+        } else if !is_text(dt) {
             return Err(plan_error(format!(
                 "column '{}' in {what} has type {dt}; with layout 'genes_as_columns' every column is a gene \
                  (integer or floating-point) or a string sample label",

@@ -15,7 +15,7 @@ use crate::input::sparse::{RepeatedSample, SPARSE_MAX_DENSITY, SparseValues};
 use crate::input::values::{Exact, NumericColumn, ValueBuffer};
 use crate::input::{
     Columns, ExpressionMatrix, ID_OVERHEAD, InputBatches, InputSpec, MissingValues, column_list,
-    data_error, is_string, plan_error,
+    data_error, is_string, is_text, plan_error,
 };
 use crate::memory::{Reservation, try_filled};
 
@@ -57,11 +57,7 @@ pub(in crate::input) fn inspect_long(
         let dt = field.data_type();
         let ok = match role {
             "value" => dt.is_integer() || dt.is_floating(),
-            _ => {
-                is_string(dt)
-                    || dt.is_integer()
-                    || matches!(dt, DataType::Dictionary(_, v) if is_string(v))
-            }
+            _ => is_text(dt) || dt.is_integer(),
         };
         if !ok {
             let want = match role {

@@ -10,7 +10,7 @@ use datafusion::error::Result;
 use crate::input::values::{NumericColumn, ValueBuffer};
 use crate::input::{
     ExpressionMatrix, ID_OVERHEAD, InputBatches, InputSpec, column_as, column_list, data_error,
-    is_string, plan_error,
+    is_text, plan_error,
 };
 use crate::memory::Reservation;
 use std::collections::hash_map::Entry;
@@ -18,7 +18,7 @@ use std::collections::hash_map::Entry;
 /// Whether `dt` can hold gene ids: strings, or integers (Entrez ids) when
 /// the gene column is named.
 fn is_id(dt: &DataType) -> bool {
-    is_string(dt) || dt.is_integer()
+    is_text(dt) || dt.is_integer()
 }
 
 /// The gene column and sample columns of the genes_as_rows layout.
@@ -47,7 +47,7 @@ pub(in crate::input) fn rows_columns(
         None => schema
             .fields()
             .iter()
-            .find(|f| is_string(f.data_type()))
+            .find(|f| is_text(f.data_type()))
             .ok_or_else(|| {
                 plan_error(format!(
                     "{what} has no string column to use as gene ids (columns: {}); \
@@ -71,7 +71,7 @@ pub(in crate::input) fn rows_columns(
                 field.name(),
                 gene_field.name(),
                 field.name(),
-                if is_string(dt) {
+                if is_text(dt) {
                     "; in a CSV or TSV file one value that is not a number (NA, say) makes its \
                      column text: write missing values as empty fields"
                 } else {
