@@ -12,6 +12,14 @@
 //! asks afterwards starts a new load once the stopped one has ended, so
 //! two loads never run side by side.
 //!
+//! The load reads its inputs on its blocking thread, except a plan made by
+//! another copy of DataFusion (a table or view of a Python
+//! `SessionContext`, reached through `datafusion-ffi`): its operators may
+//! start tasks on *their* Tokio runtime, which only the host's own threads
+//! are inside, so its partitions are executed and polled by the partition
+//! streams waiting for the load, which the host polls on its threads
+//! ([`Relay`]).
+//!
 //! A loaded value is held until each of the plan's partitions has taken it,
 //! then only by the partitions' streams: it is freed (its memory
 //! reservations with it) when the last stream ends, even while the plan
@@ -24,7 +32,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_plan::metrics::Count;
-use tokio::sync::watch;
+use std::future::Future;
+use tokio::sync::{mpsc, watch};
 
 /// What waiters of one run of the load learn when it ends.
 #[derive(Debug, Clone)]
@@ -40,6 +49,86 @@ enum Ended {
 struct Run {
     stop: Arc<AtomicBool>,
     ended: watch::Receiver<Option<Ended>>,
+    /// The work the load relays to its waiting partitions ([`Relay`]).
+    jobs: Arc<Jobs>,
+}
+
+/// A piece of a load's work run by a partition waiting for it ([`Relay`]).
+type Job = futures::future::BoxFuture<'static, ()>;
+
+/// The jobs a load relayed, taken by one waiting partition at a time.
+type Jobs = tokio::sync::Mutex<mpsc::UnboundedReceiver<Job>>;
+
+/// Runs work of a load in the async context of the partition streams
+/// waiting for it, rather than on the load's blocking thread.
+///
+/// The streams are polled by whoever runs the query: through
+/// `datafusion-ffi`, the host (Python's `datafusion`) on its own threads,
+/// inside its own Tokio runtime. A plan of the host's (a view of one of its
+/// tables) must be executed there: its operators (a `RepartitionExec`)
+/// start tasks on the Tokio runtime of the thread they run on, and on the
+/// load's thread there is none of the host's, a panic that cannot unwind
+/// through the FFI and aborts the process. [`InputBatches`] hands each
+/// `execute` and each batch of such a plan to the load's relay
+/// ([`relay`]); every partition waiting in [`SharedLoad::get`] serves the
+/// relay, one at a time, while it waits.
+///
+/// [`InputBatches`]: crate::input::InputBatches
+#[derive(Debug, Clone)]
+pub struct Relay {
+    jobs: mpsc::UnboundedSender<Job>,
+}
+
+impl Relay {
+    /// `job`'s output, the job run by a partition waiting for the load.
+    /// Waits (checking the load's stop flags, [`checkpoint`]) until a
+    /// partition has run it; a job dropped before it ended (its partition's
+    /// stream was dropped) is sent again, for another partition, as
+    /// `make` makes it anew. An error when the load is stopped or nobody
+    /// serves the relay any more.
+    pub fn run<T, F>(&self, mut make: impl FnMut() -> F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = T> + Send + 'static,
+    {
+        loop {
+            let (tx, rx) = std::sync::mpsc::sync_channel(1);
+            let job = make();
+            let job: Job = Box::pin(async move {
+                let _ = tx.send(job.await);
+            });
+            self.jobs.send(job).map_err(|_| relay_closed())?;
+            loop {
+                match rx.recv_timeout(RELAY_CHECK) {
+                    Ok(out) => return Ok(out),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => checkpoint()?,
+                    // Dropped unfinished: made again and sent again.
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            }
+            checkpoint()?;
+        }
+    }
+}
+
+/// How often a load waiting for a relayed job checks whether it must stop.
+const RELAY_CHECK: std::time::Duration = std::time::Duration::from_millis(20);
+
+fn relay_closed() -> DataFusionError {
+    DataFusionError::Execution(
+        "input load stopped: no query stream is waiting for it any more".to_string(),
+    )
+}
+
+/// Runs the jobs relayed to a load, while it runs (as one waiting
+/// partition at a time); never returns.
+async fn serve(jobs: &Jobs) -> std::convert::Infallible {
+    let mut jobs = jobs.lock().await;
+    while let Some(job) = jobs.recv().await {
+        job.await;
+    }
+    drop(jobs);
+    std::future::pending().await
 }
 
 /// What a finished load left for the partitions still to come.
@@ -144,7 +233,7 @@ impl<T: Send + Sync + 'static> SharedLoad<T> {
         W: FnOnce() -> Result<T> + Send + 'static,
     {
         loop {
-            let mut ended = {
+            let (mut ended, jobs) = {
                 let mut state = self.lock();
                 match &mut state.outcome {
                     Some(Kept::Failed(e)) => return Err(DataFusionError::Shared(Arc::clone(e))),
@@ -167,28 +256,31 @@ impl<T: Send + Sync + 'static> SharedLoad<T> {
                     None => {}
                 }
                 match &state.running {
-                    Some(run) => run.ended.clone(),
+                    Some(run) => (run.ended.clone(), Arc::clone(&run.jobs)),
                     None => {
                         let (tx, rx) = watch::channel(None);
                         let stop = Arc::new(AtomicBool::new(false));
+                        let (relay, jobs) = mpsc::unbounded_channel();
+                        let jobs = Arc::new(tokio::sync::Mutex::new(jobs));
                         state.running = Some(Run {
                             stop: Arc::clone(&stop),
                             ended: rx.clone(),
+                            jobs: Arc::clone(&jobs),
                         });
                         self.started.add(1);
                         let this = Arc::clone(self);
                         let work = make();
-                        tokio::task::spawn_blocking(move || this.run(work, stop, tx));
-                        rx
+                        let relay = Relay { jobs: relay };
+                        tokio::task::spawn_blocking(move || this.run(work, stop, relay, tx));
+                        (rx, jobs)
                     }
                 }
             };
-            let ended = ended
-                .wait_for(Option::is_some)
-                .await
-                .map(|e| e.clone())
-                .ok()
-                .flatten();
+            // Waits for the load, serving its relay meanwhile.
+            let ended = tokio::select! {
+                ended = ended.wait_for(Option::is_some) => ended.map(|e| e.clone()).ok().flatten(),
+                never = serve(&jobs) => match never {},
+            };
             match ended {
                 Some(Ended::Finished(Err(e))) => return Err(DataFusionError::Shared(e)),
                 // Taken from the kept value, so that this partition counts.
@@ -206,17 +298,20 @@ impl<T: Send + Sync + 'static> SharedLoad<T> {
         }
     }
 
-    /// Runs one load on this (blocking) thread and publishes how it ended.
-    fn run<W>(&self, work: W, stop: Arc<AtomicBool>, tx: watch::Sender<Option<Ended>>)
+    /// Runs one load on this (blocking) thread, with `relay` as the
+    /// thread's [`relay`], and publishes how it ended.
+    fn run<W>(&self, work: W, stop: Arc<AtomicBool>, relay: Relay, tx: watch::Sender<Option<Ended>>)
     where
         W: FnOnce() -> Result<T>,
     {
-        let result = with_stop_flag(&stop, || {
-            catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|panic| {
-                Err(DataFusionError::Execution(format!(
-                    "loading the input panicked: {}",
-                    crate::input::panic_message(&*panic)
-                )))
+        let result = with_relay(Some(relay), || {
+            with_stop_flag(&stop, || {
+                catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+                    Err(DataFusionError::Execution(format!(
+                        "loading the input panicked: {}",
+                        crate::input::panic_message(&*panic)
+                    )))
+                })
             })
         });
         let (ended, kept) = match result {
@@ -255,6 +350,28 @@ thread_local! {
     /// load's own, then (on the threads of [`join`]) the flag the two
     /// halves share.
     static STOP: RefCell<Vec<Arc<AtomicBool>>> = const { RefCell::new(Vec::new()) };
+
+    /// The relay of the load running on this thread, if any.
+    static RELAY: RefCell<Option<Relay>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with `relay` as this thread's [`relay`].
+fn with_relay<R>(relay: Option<Relay>, f: impl FnOnce() -> R) -> R {
+    struct Reset(Option<Relay>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            RELAY.with(|r| *r.borrow_mut() = previous);
+        }
+    }
+    let _reset = Reset(RELAY.with(|r| std::mem::replace(&mut *r.borrow_mut(), relay)));
+    f()
+}
+
+/// The [`Relay`] of the load running on this thread (`None` outside a
+/// load): work to run in the async context of the streams waiting for it.
+pub fn relay() -> Option<Relay> {
+    RELAY.with(|r| r.borrow().clone())
 }
 
 /// Runs `f` with `flags` as this thread's stop flags (read by [`checkpoint`]).
@@ -300,7 +417,7 @@ pub fn checkpoint() -> Result<()> {
 
 /// Runs `a` on this thread and `b` at the same time on a thread of its own
 /// (two inputs of one query read side by side), both under this thread's
-/// stop flags, `b` inside this thread's Tokio runtime (when it is in one),
+/// stop flags and [`relay`], `b` inside this thread's Tokio runtime (when it is in one),
 /// so that plans that start tasks when they are executed can. When one
 /// fails, the other is asked to stop at its next [`checkpoint`], and the
 /// first failure is returned; a panic in either is an error. Returns when
@@ -320,9 +437,10 @@ where
     flags.push(Arc::clone(&failed));
     let runtime = tokio::runtime::Handle::try_current().ok();
     let b_flags = flags.clone();
+    let b_relay = relay();
     let run_b = move || {
         let _runtime = runtime.as_ref().map(|r| r.enter());
-        guarded(b_flags, b)
+        with_relay(b_relay, || guarded(b_flags, b))
     };
     // `b` is kept in a slot it is taken from, so that it can still run
     // here when the thread cannot be started.

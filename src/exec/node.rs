@@ -14,7 +14,9 @@ use datafusion::physical_plan::execution_plan::{
     Boundedness, ChildrenPropertiesMode, EmissionType, ReplaceChildrenOptions, SchedulingType,
     reset_plan_states,
 };
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricsSet};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
@@ -56,6 +58,10 @@ pub struct KendallExec {
     prepared: Arc<SharedLoad<Prepared>>,
     /// Pairs the scan computes, once known.
     total_pairs: Arc<std::sync::OnceLock<u64>>,
+    /// Inputs a load read in place (a sparse table's arrays, a 10x
+    /// directory's matrix file) rather than as their rows
+    /// (`inputs_read_in_place` in `EXPLAIN ANALYZE`).
+    in_place: Count,
     metrics: ExecutionPlanMetricsSet,
     properties: Arc<PlanProperties>,
 }
@@ -98,6 +104,7 @@ impl KendallExec {
             MetricBuilder::new(&metrics).global_counter("input_loads"),
             MetricBuilder::new(&metrics).global_counter("input_loads_stopped"),
         );
+        let in_place = MetricBuilder::new(&metrics).global_counter("inputs_read_in_place");
         let total_pairs = Arc::new(std::sync::OnceLock::new());
         live_scans().push(LiveScan {
             total: Arc::downgrade(&total_pairs),
@@ -114,6 +121,7 @@ impl KendallExec {
             slices,
             prepared: Arc::new(prepared),
             total_pairs,
+            in_place,
             metrics,
             properties: Arc::new(properties),
         })
@@ -414,6 +422,7 @@ impl ExecutionPlan for KendallExec {
         let right = self.right.clone();
         let pair_list = self.pair_list.clone();
         let total_pairs = Arc::clone(&self.total_pairs);
+        let in_place = self.in_place.clone();
         let metrics = StreamMetrics::new(&self.metrics, partition);
         let stream_schema = Arc::clone(&schema);
         let start = async move {
@@ -429,11 +438,13 @@ impl ExecutionPlan for KendallExec {
                     let (memory, total_pairs) = (memory.clone(), Arc::clone(&total_pairs));
                     let (input, context) = (Arc::clone(&input), Arc::clone(&context));
                     let (right, pair_list) = (right.clone(), pair_list.clone());
+                    let in_place = in_place.clone();
                     move || {
                         // A fresh copy of the scan each load: file scans keep
                         // per-execution state (a shared queue of files).
                         let input = reset_plan_states(input)?;
-                        let batches = InputBatches::new(input, Arc::clone(&context), &spec.what)?;
+                        let batches = InputBatches::new(input, Arc::clone(&context), &spec.what)?
+                            .counting_in_place(in_place.clone());
                         let right = match &right {
                             Some((right_spec, plan)) => {
                                 let plan = reset_plan_states(Arc::clone(plan))?;
@@ -441,7 +452,8 @@ impl ExecutionPlan for KendallExec {
                                     plan,
                                     Arc::clone(&context),
                                     &right_spec.what,
-                                )?;
+                                )?
+                                .counting_in_place(in_place);
                                 Some((right_spec.as_ref(), batches))
                             }
                             None => None,

@@ -411,9 +411,11 @@ fn load_unguarded(
         && *absent == layouts::Absent::Zero
     {
         if let Some(table) = batches.sparse_table() {
+            batches.read_in_place();
             return table.matrix(memory, &spec.what);
         }
         if let Some(files) = batches.tenx_files() {
+            batches.read_in_place();
             return tenx::read_matrix(&files, memory);
         }
     }

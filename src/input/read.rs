@@ -13,12 +13,13 @@ use datafusion::error::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::parquet::basic::Compression;
 use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::metrics::Count;
 use futures::StreamExt;
 
 use super::data_error;
 // Up a floor, on purpose: between batches the reader asks the query's load
 // whether it is still wanted, so that a cancelled query stops reading.
-use crate::load::checkpoint;
+use crate::load::{Relay, checkpoint};
 use crate::memory::{QueryMemory, Reservation, human};
 
 /// Bytes of values a batch of the source holds at most (when its rows are
@@ -58,6 +59,12 @@ pub struct InputBatches {
     next_partition: usize,
     stream: Option<SendableRecordBatchStream>,
     handle: tokio::runtime::Handle,
+    /// Where a plan of another copy of DataFusion is executed and polled
+    /// (see [`Relay`]); `None` for this library's own plans, read here.
+    relay: Option<Relay>,
+    /// Counts the loads that read this source in place
+    /// ([`InputBatches::read_in_place`]).
+    in_place: Option<Count>,
     /// The reader's buffers (a Parquet row group), reserved before reading.
     reader: Option<Reservation>,
     /// The batch last read, reserved as it arrives.
@@ -77,6 +84,16 @@ impl InputBatches {
             .map_err(|e| data_error(format!("cannot read {what}: {e}")))?;
         let columns = plan.schema().fields().len().max(1);
         let context = with_batch_size(&context, batch_rows(columns, &context));
+        let relay = if has_foreign(plan.as_ref()) {
+            Some(crate::load::relay().ok_or_else(|| {
+                data_error(format!(
+                    "cannot read {what}: a plan of another copy of DataFusion is read only by \
+                     a query's load"
+                ))
+            })?)
+        } else {
+            None
+        };
         Ok(Self {
             plan,
             context,
@@ -84,9 +101,25 @@ impl InputBatches {
             next_partition: 0,
             stream: None,
             handle,
+            relay,
+            in_place: None,
             reader: None,
             batch: None,
         })
+    }
+
+    /// These batches, counting in `count` each load that reads their
+    /// source in place (its sparse table's arrays, its 10x matrix file).
+    pub fn counting_in_place(mut self, count: Count) -> Self {
+        self.in_place = Some(count);
+        self
+    }
+
+    /// Counts a read of the source in place.
+    pub(crate) fn read_in_place(&self) {
+        if let Some(count) = &self.in_place {
+            count.add(1);
+        }
     }
 
     /// The in-memory sparse table the plan scans, when the plan is the
@@ -244,6 +277,70 @@ async fn largest_row_group(
     Ok(largest)
 }
 
+impl InputBatches {
+    /// A stream of partition `partition` of the plan: executed here, or by
+    /// the relay.
+    fn execute(&self, partition: usize) -> Result<SendableRecordBatchStream> {
+        match &self.relay {
+            None => self.plan.execute(partition, Arc::clone(&self.context)),
+            Some(relay) => relay.run(|| {
+                let (plan, context) = (Arc::clone(&self.plan), Arc::clone(&self.context));
+                async move { plan.execute(partition, context) }
+            })?,
+        }
+    }
+}
+
+/// The next batch of `*stream` (which must be `Some`), polled by `relay`:
+/// the stream goes to the job and comes back with the batch, or (the job
+/// dropped before it ended) with nothing, to be polled again.
+fn relayed_next(
+    relay: &Relay,
+    stream: &mut Option<SendableRecordBatchStream>,
+) -> Result<Option<Result<RecordBatch>>> {
+    /// Puts the stream back in the slot when the job ends or is dropped.
+    struct Lent {
+        stream: Option<SendableRecordBatchStream>,
+        slot: Arc<std::sync::Mutex<Option<SendableRecordBatchStream>>>,
+    }
+    impl Drop for Lent {
+        fn drop(&mut self) {
+            let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+            *slot = self.stream.take();
+        }
+    }
+    let slot = Arc::new(std::sync::Mutex::new(stream.take()));
+    let next = relay.run(|| {
+        let slot = Arc::clone(&slot);
+        async move {
+            let taken = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let mut lent = Lent {
+                stream: taken,
+                slot,
+            };
+            match lent.stream.as_mut() {
+                Some(stream) => stream.next().await,
+                None => Some(Err(data_error("the input stream was lost".to_string()))),
+            }
+        }
+    });
+    *stream = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+    next
+}
+
+/// Whether `plan` holds a plan of another copy of DataFusion (through
+/// `datafusion-ffi`, feature `ffi`), which must be executed and polled by
+/// the [`Relay`].
+fn has_foreign(plan: &dyn ExecutionPlan) -> bool {
+    #[cfg(feature = "ffi")]
+    if plan.is::<datafusion_ffi::execution_plan::ForeignExecutionPlan>() {
+        return true;
+    }
+    plan.children()
+        .into_iter()
+        .any(|child| has_foreign(child.as_ref()))
+}
+
 impl Iterator for InputBatches {
     type Item = Result<RecordBatch>;
 
@@ -260,17 +357,26 @@ impl Iterator for InputBatches {
                     self.batch = None;
                     return None;
                 }
-                match self
-                    .plan
-                    .execute(self.next_partition, Arc::clone(&self.context))
-                {
+                match self.execute(self.next_partition) {
                     Ok(s) => self.stream = Some(s),
                     Err(e) => return Some(Err(self.read_error(e))),
                 }
                 self.next_partition += 1;
                 continue;
             };
-            match self.handle.block_on(stream.next()) {
+            let next = match &self.relay {
+                None => Ok(self.handle.block_on(stream.next())),
+                Some(relay) => relayed_next(relay, &mut self.stream),
+            };
+            let next = match next {
+                Ok(next) => next,
+                Err(e) => {
+                    self.stream = None;
+                    self.next_partition = usize::MAX;
+                    return Some(Err(e));
+                }
+            };
+            match next {
                 Some(Ok(batch)) if batch.num_rows() == 0 => continue,
                 Some(Ok(batch)) => {
                     if let Err(e) = self.account(&batch) {

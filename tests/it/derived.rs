@@ -136,3 +136,43 @@ async fn views_of_a_10x_directory_are_read_as_their_rows() {
     .await;
     assert_eq!(two.len(), 1, "a view of two genes: {two:?}");
 }
+
+/// A sparse table or 10x directory is read in place (its arrays, its matrix
+/// file) when the scan the load reads is the table's own (the table, or a
+/// view that is the table as it is), and as its rows for any view that
+/// filters it and for a copy: as `EXPLAIN ANALYZE` counts them.
+#[tokio::test]
+async fn own_tables_are_read_in_place_and_derived_ones_as_their_rows() {
+    let ctx = ctx(1);
+    ctx.register_table("rna", Arc::new(sparse_table())).unwrap();
+    let files = detect("data/tenx_demo").unwrap().expect("a 10x directory");
+    ctx.register_table("tx", Arc::new(TenxTable::try_new(files).unwrap()))
+        .unwrap();
+    run(
+        &ctx,
+        "SET kendall.layout = 'long'; SET kendall.absent = 'zero'; \
+         CREATE VIEW rna_all AS SELECT * FROM rna; \
+         CREATE VIEW rna_two AS SELECT * FROM rna WHERE gene IN ('x', 'y'); \
+         CREATE TABLE rna_copy AS SELECT * FROM rna; \
+         CREATE VIEW tx_two AS SELECT * FROM tx \
+         WHERE gene IN ('ENSG00000000003', 'ENSG00000000005')",
+    )
+    .await
+    .unwrap();
+    for (table, in_place) in [
+        ("rna", 1),
+        ("rna_all", 1),
+        ("rna_two", 0),
+        ("rna_copy", 0),
+        ("tx", 1),
+        ("tx_two", 0),
+    ] {
+        let plan = common::plan(
+            &ctx,
+            &format!("EXPLAIN ANALYZE SELECT count(*) FROM kendall_all_pairs('{table}')"),
+        )
+        .await;
+        let counted = format!("inputs_read_in_place={in_place}");
+        assert!(plan.contains(&counted), "{table}: want {counted} in {plan}");
+    }
+}
