@@ -80,11 +80,11 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// `job`'s output, the job run by a partition waiting for the load.
-    /// Waits (checking the load's stop flags, [`checkpoint`]) until a
-    /// partition has run it; a job dropped before it ended (its partition's
-    /// stream was dropped) is sent again, for another partition, as
-    /// `make` makes it anew. An error when the load is stopped or nobody
+    /// The output of the future `make` makes, run by a partition waiting
+    /// for the load. Waits (checking the load's stop flags, [`checkpoint`])
+    /// until a partition has run it; a future dropped before it ended (its
+    /// partition's stream was dropped) is made again and sent again, for
+    /// another partition. An error when the load is stopped or nobody
     /// serves the relay any more.
     pub fn run<T, F>(&self, mut make: impl FnMut() -> F) -> Result<T>
     where
@@ -554,6 +554,41 @@ mod tests {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         panic!("never asked to stop");
+    }
+
+    tokio::task_local! {
+        /// Set only in the task of the partition waiting for the load.
+        static WAITING: u8;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn relayed_work_runs_in_the_waiting_partitions_task() {
+        let load = Arc::new(SharedLoad::new(1, Count::new(), Count::new()));
+        let make = || {
+            || -> Result<(Option<u8>, Option<u8>)> {
+                let here = WAITING.try_with(|w| *w).ok();
+                let relay = relay().expect("a load has a relay");
+                // Both halves of a join relay to the same partitions.
+                let (a, b) = join(
+                    || relay.run(|| async { WAITING.try_with(|w| *w).ok() }),
+                    || {
+                        relay()
+                            .expect("the other half too")
+                            .run(|| async { WAITING.try_with(|w| *w).ok() })
+                    },
+                )?;
+                assert_eq!(a, b);
+                Ok((here, a))
+            }
+        };
+        let interest = load.interest();
+        let got = WAITING.scope(7, load.get(&interest, make)).await.unwrap();
+        assert_eq!(
+            *got,
+            (None, Some(7)),
+            "on the load's thread, then in the task"
+        );
+        assert!(relay().is_none(), "no relay outside a load");
     }
 
     #[test]

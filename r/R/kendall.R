@@ -163,6 +163,9 @@ kendall_cor <- function(x, y = NULL, use = "everything", method = "kendall",
     }
   }
   pairwise <- na.method == 3L
+  if (pairwise && !is.null(ym) && (length(xm) == 0L || length(ym) == 0L)) {
+    stop("both 'x' and 'y' must be non-empty")
+  }
   if (ncol(xm) == 0L || (!is.null(ym) && ncol(ym) == 0L)) {
     if (pairwise && is.null(ym)) stop("'x' is empty")
     return(shape(na_matrix()))

@@ -1,3 +1,6 @@
+# The values of cor()'s `use`, for the tests that try each.
+uses <- c("everything", "all.obs", "complete.obs", "na.or.complete", "pairwise.complete.obs")
+
 # Random samples x genes matrices with ties (integer levels) and continuous
 # columns, a constant column, and missing values.
 random_matrix <- function(n, m, na = 0.1, seed = 1, prefix = "g") {

@@ -1,5 +1,3 @@
-uses <- c("everything", "all.obs", "complete.obs", "na.or.complete", "pairwise.complete.obs")
-
 test_that("kendall_cor(x) equals cor(x, method = 'kendall') for every use, with ties and NA", {
   x <- random_matrix(40, 30, na = 0.05)
   for (use in uses) expect_same_as_cor(function(f) f(x, use = use), warnings = use != "everything")

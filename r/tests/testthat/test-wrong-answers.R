@@ -31,7 +31,7 @@ test_that("integer64 columns are their integers, not their bits (case: bit64)", 
   for (s in seq_len(nrow(x))) expr[[paste0("s", s)]] <- as_integer64(x[s, ])
   pairs <- kendall_sql("SELECT gene_i, gene_j, tau FROM kendall_all_pairs('expr')",
                        expr = expr, progress = FALSE)
-  r <- suppressWarnings(cor(x, method = "kendall"))
+  r <- suppressWarnings(stats::cor(x, method = "kendall"))
   expect_equal(pairs$tau, r[cbind(pairs$gene_i, pairs$gene_j)], tolerance = 1e-12)
   if (requireNamespace("bit64", quietly = TRUE)) {
     df$x <- bit64::as.integer64(c(1, 2, -3, NA))
@@ -68,11 +68,11 @@ test_that("integer64 matrices and data frames are their integers in kendall_cor 
   x <- round(random_matrix(12, 4, na = 0, seed = 8) * 10) - 20
   df <- as.data.frame(x)
   df[] <- lapply(df, bit64::as.integer64)
-  expect_equal(suppressWarnings(kendall_cor(df)), suppressWarnings(cor(x, method = "kendall")),
+  expect_equal(suppressWarnings(kendall_cor(df)), suppressWarnings(stats::cor(x, method = "kendall")),
                tolerance = 1e-12)
-  expect_equal(kendall_cor(df[[1]], df[[3]]), cor(x[, 1], x[, 3], method = "kendall"), tolerance = 1e-12)
+  expect_equal(kendall_cor(df[[1]], df[[3]]), stats::cor(x[, 1], x[, 3], method = "kendall"), tolerance = 1e-12)
   pairs <- kendall_pairs(df, progress = FALSE)
-  r <- suppressWarnings(cor(x, method = "kendall"))
+  r <- suppressWarnings(stats::cor(x, method = "kendall"))
   expect_equal(pairs$tau, r[cbind(as.character(pairs$gene_i), as.character(pairs$gene_j))],
                tolerance = 1e-12)
 })
