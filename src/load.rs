@@ -567,10 +567,10 @@ mod tests {
         let make = || {
             || -> Result<(Option<u8>, Option<u8>)> {
                 let here = WAITING.try_with(|w| *w).ok();
-                let relay = relay().expect("a load has a relay");
+                let here_relay = relay().expect("a load has a relay");
                 // Both halves of a join relay to the same partitions.
                 let (a, b) = join(
-                    || relay.run(|| async { WAITING.try_with(|w| *w).ok() }),
+                    || here_relay.run(|| async { WAITING.try_with(|w| *w).ok() }),
                     || {
                         relay()
                             .expect("the other half too")
