@@ -239,6 +239,53 @@ impl TauPredicate {
         }
     }
 
+    /// The predicate for a pair whose tau is `tau` and whose p- and
+    /// q-values are not known: `Some(pass)` when tau alone decides it,
+    /// `None` when the outcome depends on a p- or q-value (Kleene's
+    /// three-valued logic: `false AND unknown` is `false`, `true OR
+    /// unknown` is `true`). Where this is `Some(false)`, [`TauPredicate::eval`]
+    /// is `false` whatever the p- and q-values.
+    pub fn eval_tau(&self, tau: f64) -> Option<bool> {
+        match self {
+            TauPredicate::Compare { stat: Stat::Tau, .. } => Some(self.eval(&PairValues::tau(tau))),
+            TauPredicate::Compare { .. } => None,
+            TauPredicate::And(a, b) => match (a.eval_tau(tau), b.eval_tau(tau)) {
+                (Some(false), _) | (_, Some(false)) => Some(false),
+                (Some(true), Some(true)) => Some(true),
+                _ => None,
+            },
+            TauPredicate::Or(a, b) => match (a.eval_tau(tau), b.eval_tau(tau)) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            },
+            TauPredicate::Not(a) => a.eval_tau(tau).map(|pass| !pass),
+        }
+    }
+
+    /// The finite literals the predicate compares `tau` (or `abs(tau)`)
+    /// with: between two consecutive ones (and their negatives), in the
+    /// IEEE 754 total order, [`TauPredicate::eval_tau`] is constant.
+    pub fn tau_literals(&self, out: &mut Vec<f64>) {
+        match self {
+            TauPredicate::Compare {
+                stat: Stat::Tau,
+                value,
+                ..
+            } => {
+                if value.is_finite() {
+                    out.extend([*value, -*value]);
+                }
+            }
+            TauPredicate::Compare { .. } => {}
+            TauPredicate::And(a, b) | TauPredicate::Or(a, b) => {
+                a.tau_literals(out);
+                b.tau_literals(out);
+            }
+            TauPredicate::Not(a) => a.tau_literals(out),
+        }
+    }
+
     /// Whether the predicate compares `stat`.
     fn reads(&self, wanted: Stat) -> bool {
         match self {

@@ -17,7 +17,7 @@ use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::error::Result;
 use datafusion::execution::RecordBatchStream;
 use datafusion::physical_plan::metrics::{
-    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, Time,
+    BaselineMetrics, Count, ExecutionPlanMetricsSet, MetricBuilder, RatioMetrics, Time,
 };
 use futures::Stream;
 
@@ -26,6 +26,7 @@ use super::prepare::Prepared;
 use super::top_k::{EmitContext, TopPartners, TopRows};
 use crate::filter::{PairValues, TauPredicate};
 use crate::input::RankedMatrix;
+use crate::kernel::bound::SBound;
 use crate::kernel::{PairKernel, PairNumerator, Variant, tau};
 use crate::pace::{POLL_BUDGET, Pacer};
 use crate::schema::pair_column;
@@ -39,6 +40,13 @@ pub(super) struct StreamMetrics {
     baseline: BaselineMetrics,
     pairs: Count,
     kernel_time: Time,
+    /// Pairs whose count the kernel stopped early under a filter's bound.
+    early_exit_pairs: Count,
+    /// Bit-plane words those pairs counted, of the words of their planes.
+    early_exit_words: RatioMetrics,
+    /// Pairs the filter rejected from `S` and per-gene factors, without
+    /// computing tau.
+    bound_rejected: Count,
 }
 
 impl StreamMetrics {
@@ -47,6 +55,11 @@ impl StreamMetrics {
             baseline: BaselineMetrics::new(set, partition),
             pairs: MetricBuilder::new(set).counter("pairs_computed", partition),
             kernel_time: MetricBuilder::new(set).subset_time("kernel_time", partition),
+            early_exit_pairs: MetricBuilder::new(set).counter("early_exit_pairs", partition),
+            early_exit_words: MetricBuilder::new(set)
+                .ratio_metrics("early_exit_word_share", partition)
+                .with_display_raw_values(true),
+            bound_rejected: MetricBuilder::new(set).counter("bound_rejected_pairs", partition),
         }
     }
 }
@@ -61,6 +74,9 @@ pub(super) struct PairStream {
     variant: Variant,
     min_periods: usize,
     predicate: Option<Arc<TauPredicate>>,
+    /// The predicate's bound on `S` (not in top-partners mode): pairs of
+    /// complete genes it proves fail are dropped without tau.
+    bound: Option<Arc<SBound>>,
     /// The predicate compares `p_value` (else it is decided on tau alone).
     filter_reads_p: bool,
     /// The predicate compares `q_value`.
@@ -121,6 +137,13 @@ impl PairStream {
                 projection.contains(&pair_column::Q_VALUE),
             ),
         };
+        // Top-partners mode ranks every pair: no bound there.
+        let bound = match (&config.predicate, config.top_k) {
+            (Some(pred), None) => {
+                SBound::new(pred, config.variant, &prepared.matrix).map(Arc::new)
+            }
+            _ => None,
+        };
         Ok(Self {
             wants_n,
             keep_p,
@@ -132,11 +155,13 @@ impl PairStream {
                     config.kernel.isa,
                     prepared.planes.clone(),
                 )?;
+                let kernel = kernel.with_early_exit(bound.clone());
                 match config.kernel.rank_sums() {
                     true => kernel.with_rank_sums(),
                     false => kernel,
                 }
             },
+            bound,
             cursor: prepared.work.cursor(partition),
             prepared,
             exhausted: false,
@@ -248,7 +273,16 @@ impl PairStream {
             // A filter on tau alone, nothing else to keep: the hot loop of a
             // thresholded network (most pairs fail), kept free of q.
             Some(pred) if !self.filter_reads_q && !self.keep_q => {
+                let mut rejected = 0;
                 for p in pairs {
+                    // Pairs the bound proves fail: no tau (the others are
+                    // decided on tau as without it).
+                    if let Some(b) = &self.bound
+                        && b.surely_fails(p.i as usize, p.j as usize, p.s)
+                    {
+                        rejected += 1;
+                        continue;
+                    }
                     let t = pair_tau(m, variant, n, valid, p);
                     if pred.eval(&PairValues::tau(t)) {
                         self.out_i.push(p.i);
@@ -256,9 +290,16 @@ impl PairStream {
                         self.out_tau.push(t);
                     }
                 }
+                self.metrics.bound_rejected.add(rejected);
             }
             Some(pred) => {
                 for (k, p) in pairs.iter().enumerate() {
+                    if let Some(b) = &self.bound
+                        && b.surely_fails(p.i as usize, p.j as usize, p.s)
+                    {
+                        self.metrics.bound_rejected.add(1);
+                        continue;
+                    }
                     let t = pair_tau(m, variant, n, valid, p);
                     let mut values = PairValues::tau(t);
                     let mut q = None;
@@ -354,6 +395,17 @@ impl PairStream {
                     .as_ref()
                     .is_some_and(|g| !g.eval(p.i, p.j))
                 {
+                    continue;
+                }
+                // A pair of complete genes the bound proves fails: no
+                // statistics, no tau (not in top-partners mode, which has
+                // no bound).
+                if let Some(b) = &self.bound
+                    && !m.has_gaps(p.i as usize)
+                    && !m.has_gaps(p.j as usize)
+                    && b.surely_fails(p.i as usize, p.j as usize, p.s)
+                {
+                    self.metrics.bound_rejected.add(1);
                     continue;
                 }
                 let stats = m.pair_stats(p.i as usize, p.j as usize);
@@ -455,11 +507,19 @@ impl PairStream {
                 &mut self.pending,
             );
             self.pending_listed = self.cursor.listed_start();
+            // Pairs the kernel stopped under the filter's bound were
+            // computed (in part) but are not pending.
+            let exits = self.kernel.take_exits();
+            if exits.pairs > 0 {
+                self.metrics.early_exit_pairs.add(exits.pairs);
+                self.metrics.early_exit_words.add_part(exits.words_counted);
+                self.metrics.early_exit_words.add_total(exits.words_total);
+            }
             if more {
-                self.pacer
-                    .block_done(self.pending.len(), start, Instant::now());
+                let visited = self.pending.len() + exits.pairs;
+                self.pacer.block_done(visited, start, Instant::now());
                 built = 0;
-                self.metrics.pairs.add(self.pending.len());
+                self.metrics.pairs.add(visited);
             } else {
                 self.exhausted = true;
             }

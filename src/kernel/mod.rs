@@ -13,6 +13,7 @@
 //! final division into tau is floating point.
 
 pub mod binary;
+pub mod bound;
 pub mod bitset;
 pub mod decision;
 pub mod gse;
@@ -195,6 +196,11 @@ pub struct PairKernel {
     /// A sparse matrix's pair, expanded for the kernels that read dense
     /// ranks.
     pair: DensePair,
+    /// A pushed-down filter's bound on `S`: blocks leave out the pairs it
+    /// stops ([`PairKernel::with_early_exit`]).
+    exit: Option<Arc<bound::SBound>>,
+    /// Pairs stopped since [`PairKernel::take_exits`] was last called.
+    exits: bound::ExitCounts,
 }
 
 /// Each kernel with the state it needs.
@@ -258,7 +264,27 @@ impl PairKernel {
             state,
             rank_sums: None,
             pair: DensePair::default(),
+            exit: None,
+            exits: bound::ExitCounts::default(),
         })
+    }
+
+    /// This kernel, leaving out of [`PairKernel::block`]'s output the pairs
+    /// whose `S` cannot pass a pushed-down filter, `exit` ([`bound`]),
+    /// stopping their counts as soon as that shows: the bit-plane kernel
+    /// between blocks of words, the zero-inflated one before its sort.
+    /// Pairs touching a gene with missing values, pairs of other kernels
+    /// and pairs computed one at a time ([`PairKernel::numerator`],
+    /// [`PairKernel::listed`]) are all computed and output as without it.
+    pub fn with_early_exit(mut self, exit: Option<Arc<bound::SBound>>) -> Self {
+        self.exit = exit;
+        self
+    }
+
+    /// The pairs left out of blocks since the last call (see
+    /// [`PairKernel::with_early_exit`]), and resets them.
+    pub fn take_exits(&mut self) -> bound::ExitCounts {
+        std::mem::take(&mut self.exits)
     }
 
     /// This kernel, with pairs that have a two-valued gene (and no missing
@@ -449,9 +475,79 @@ impl PairKernel {
         out: &mut Vec<PairNumerator>,
     ) {
         if let (KernelState::Bitset(b), false) = (&self.state, m.is_sparse()) {
-            return b.block(m, rows, cols, out);
+            let exit = self.exit.as_deref();
+            return b.block_bounded(m, rows, cols, out, exit, &mut self.exits);
+        }
+        if matches!(self.state, KernelState::Zero { .. })
+            && let Some(exit) = self.exit.take()
+        {
+            for &i in rows {
+                for j in cols.start.max(i as usize + 1)..cols.end {
+                    match self.zero_bounded(m, i as usize, j, &exit) {
+                        Some(s) => out.push(PairNumerator { i, j: j as u32, s }),
+                        None => self.exits.pairs += 1,
+                    }
+                }
+            }
+            self.exit = Some(exit);
+            return;
         }
         each_pair(rows, cols, out, |i, j| self.kernel_numerator(m, i, j));
+    }
+
+    /// The zero-inflated kernel's `S` of genes `i` and `j` under a filter's
+    /// bound, `None` when the bound stops it before the sort
+    /// ([`zero::ZeroExit`]). Pairs the zero-inflated kernel does not
+    /// compute itself (a gene with missing values, a sparse gene without
+    /// its shape) take [`PairKernel::kernel_numerator`], in full.
+    fn zero_bounded(
+        &mut self,
+        m: &RankedMatrix,
+        i: usize,
+        j: usize,
+        exit: &bound::SBound,
+    ) -> Option<i64> {
+        let sparse = m.is_sparse();
+        if let KernelState::Zero {
+            zero, shapes, row, ..
+        } = &mut self.state
+            && (sparse || !(m.has_gaps(i) || m.has_gaps(j)))
+        {
+            if shapes.len() < m.genes() {
+                shapes.resize(m.genes(), None);
+            }
+            for g in [i, j] {
+                if shapes[g].is_none() {
+                    shapes[g] = match sparse {
+                        true => m
+                            .sparse_gene(g)
+                            .map(|gene| zero::ZeroShape::of_sparse(&gene)),
+                        false => Some(zero::ZeroShape::new(m.ranks(g), m.order(g))),
+                    };
+                }
+            }
+            let range = exit.pair(m, i, j);
+            let cap = (m.n0() - m.tie_pairs(i).max(m.tie_pairs(j))) as i64;
+            let bound = (!range.is_any()).then_some(zero::ZeroExit { range, cap });
+            match (&shapes[i], &shapes[j]) {
+                (Some(si), Some(sj)) if sparse => {
+                    return zero.numerator_sparse_bounded(m, row, (i, si), (j, sj), bound.as_ref());
+                }
+                (Some(si), Some(sj)) => {
+                    let u = zero::ZeroGene {
+                        ranks: m.ranks(i),
+                        shape: si,
+                    };
+                    let v = zero::ZeroGene {
+                        ranks: m.ranks(j),
+                        shape: sj,
+                    };
+                    return zero.numerator_bounded(u, v, bound.as_ref());
+                }
+                _ => {}
+            }
+        }
+        Some(self.kernel_numerator(m, i, j))
     }
 
     /// Numerators of the listed pairs `(i, j)` for `j` in `partners` (any

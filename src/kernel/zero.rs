@@ -61,6 +61,7 @@
 use std::ops::Range;
 
 use super::KernelKind;
+use super::bound::PairRange;
 use super::gse::count_inversions;
 use crate::input::{RankedMatrix, SparseGene};
 
@@ -268,10 +269,21 @@ impl Zero {
     /// `S` of two complete genes in O(n/64 + k log k), `k` the samples
     /// outside both genes' largest tie groups (see the module docs).
     pub fn numerator(&mut self, u: ZeroGene<'_>, v: ZeroGene<'_>) -> i64 {
+        self.numerator_bounded(u, v, None).unwrap_or_default()
+    }
+
+    /// [`Zero::numerator`], or `None` when `exit` shows before the sort
+    /// that `S` cannot pass a filter (see [`ZeroExit`]).
+    pub fn numerator_bounded(
+        &mut self,
+        u: ZeroGene<'_>,
+        v: ZeroGene<'_>,
+        exit: Option<&ZeroExit>,
+    ) -> Option<i64> {
         debug_assert_eq!(u.ranks.len(), v.ranks.len());
         let (su, sv) = (u.shape, v.shape);
         if u.ranks.is_empty() {
-            return 0;
+            return Some(0);
         }
         // N_O: the samples outside both largest groups, as (v, u) ranks.
         // Keys `v << 32 | u`: sorted, they order N_O by (v, u).
@@ -285,7 +297,7 @@ impl Zero {
                 bits &= bits - 1;
             }
         }
-        self.finish(u.ranks.len(), su, sv)
+        self.finish(u.ranks.len(), su, sv, exit)
     }
 
     /// `S` of genes `i` and `j` of a sparse matrix, whose shapes are `su`
@@ -299,9 +311,23 @@ impl Zero {
         (i, su): (usize, &ZeroShape),
         (j, sv): (usize, &ZeroShape),
     ) -> i64 {
+        self.numerator_sparse_bounded(m, row, (i, su), (j, sv), None)
+            .unwrap_or_default()
+    }
+
+    /// [`Zero::numerator_sparse`], or `None` when `exit` shows before the
+    /// sort that `S` cannot pass a filter (see [`ZeroExit`]).
+    pub fn numerator_sparse_bounded(
+        &mut self,
+        m: &RankedMatrix,
+        row: &mut SparseRow,
+        (i, su): (usize, &ZeroShape),
+        (j, sv): (usize, &ZeroShape),
+        exit: Option<&ZeroExit>,
+    ) -> Option<i64> {
         let n = m.samples();
         let (Some(u), Some(v)) = (m.sparse_gene(i), m.sparse_gene(j)) else {
-            return 0;
+            return Some(0);
         };
         if row.gene != Some(i) {
             row.ranks.resize(n, 0);
@@ -324,13 +350,20 @@ impl Zero {
                     .push(u64::from(vr) << 32 | u64::from(row.ranks[a as usize]));
             }
         }
-        self.finish(n, su, sv)
+        self.finish(n, su, sv, exit)
     }
 
     /// `S` from the samples outside both genes' groups, in `keys` as
     /// `v << 32 | u` ranks (see the module docs), for genes of `n` samples
-    /// with shapes `su` and `sv`.
-    fn finish(&mut self, n: usize, su: &ZeroShape, sv: &ZeroShape) -> i64 {
+    /// with shapes `su` and `sv`; `None` when `exit` stops it before the
+    /// sort.
+    fn finish(
+        &mut self,
+        n: usize,
+        su: &ZeroShape,
+        sv: &ZeroShape,
+        exit: Option<&ZeroExit>,
+    ) -> Option<i64> {
         let (zu, zv) = (su.z, sv.z);
         let k = self.keys.len();
         let (key_v, key_u) = (|x: u64| (x >> 32) as u32, |x: u64| x as u32);
@@ -351,7 +384,15 @@ impl Zero {
         let dz_v = i64::from(sv.dominance[zv as usize]);
         let mut s = (dz_v - e0) * (su.sigma - sigma_o) + within_n + with_z;
         if k < 2 {
-            return s;
+            return Some(s);
+        }
+        // What the sort adds lies within ±5·k(k−1)/2 ([`ZeroExit`]).
+        if let Some(exit) = exit {
+            let rest = 5 * pairs_of(k);
+            let (lo, hi) = ((s - rest).max(-exit.cap), (s + rest).min(exit.cap));
+            if !exit.range.reachable(lo, hi) {
+                return None;
+            }
         }
         // Terms among the samples of N_O: sorted by (v, u), the runs of
         // equal v give H(a) = Σ_{b ∈ N_O} sgn(v_a − v_b) and the pairs tied
@@ -412,8 +453,30 @@ impl Zero {
         for &key in keys {
             s -= sgn(key_v(key), zv) * i64::from(self.by_rank[key_u(key) as usize]);
         }
-        s + pairs_of(k) - tied_u - tied_v + tied_both - 2 * discordant
+        Some(s + pairs_of(k) - tied_u - tied_v + tied_both - 2 * discordant)
     }
+}
+
+/// A filter's bound on one pair for the zero-inflated kernel, checked once
+/// the linear pass over `N_O` (the `k` samples outside both genes' largest
+/// groups) is done and before their sort.
+///
+/// After that pass `S = s₀ + R` with `s₀` known and
+/// `R = −Σ_{a∈N_O} sgn(u_a − z)·H(a) − Σ_{a∈N_O} sgn(v_a − z')·G(a) + S_{N_O}`
+/// (module docs). `|H(a)|` and `|G(a)|` are sums of `k − 1` signs, so the
+/// first two sums are at most `k(k − 1)` each, and `|S_{N_O}| ≤ k(k − 1)/2`:
+/// `|R| ≤ 5·k(k − 1)/2`. With `|S| ≤ cap = n0 − max(n1, n2)` as well, a pair
+/// whose `[s₀ − |R|max, s₀ + |R|max] ∩ [−cap, cap]` meets none of the
+/// filter's ranges ([`PairRange::reachable`]) is stopped; the others are
+/// computed to the end, the same integers as without a bound. There is no
+/// finer point to stop at: the sort and the merge count of inversions are
+/// the rest of the work, and the inversions are only known at its end.
+#[derive(Debug, Clone, Copy)]
+pub struct ZeroExit {
+    /// The pair's `S` that may pass ([`super::bound::SBound::pair`]).
+    pub range: PairRange,
+    /// `n0 − max(n1, n2)`.
+    pub cap: i64,
 }
 
 /// Sorts keys `v << 32 | u` whose `u` has `u_bits` and `v` `v_bits`

@@ -49,6 +49,7 @@ use rayon::prelude::*;
 
 use datafusion::error::Result;
 
+use super::bound::{ExitCounts, PairRange, SBound};
 use super::isa::Isa;
 use super::{PairNumerator, pair_count};
 use crate::input::{MISSING_RANK, RankedMatrix};
@@ -307,6 +308,77 @@ fn one_popcount_s(p: &BitPlanes, m: &RankedMatrix, n0: i64, i: usize, j: usize, 
     n0 - m.tie_pairs(i) as i64 - m.tie_pairs(j) as i64 + n3 - 2 * nd
 }
 
+/// Pair bits (of the `n0`) in the words after the first `words`: what a
+/// count may still add.
+#[inline(always)]
+fn left_after(n0: i64, words: usize) -> i64 {
+    (n0 - (64 * words as i64).min(n0)).max(0)
+}
+
+/// Words per block between two checks of a bound in the whole-plane loop:
+/// an eighth of the plane, in whole 512-bit registers (at least one), so a
+/// pair is checked at most eight times and the per-ISA loops run on
+/// lengths they take (multiples of 8 words).
+pub fn exit_block_words(words: usize) -> usize {
+    (words / 8).div_ceil(8).max(1) * 8
+}
+
+/// A group's column under a filter's bound (see [`Bitset::block_bounded`]).
+#[derive(Debug, Clone, Copy)]
+struct ColumnExit {
+    /// Per row, the `S` that may pass ([`PairRange::NONE`] for rows whose
+    /// pair is dropped anyway).
+    ranges: [PairRange; 4],
+    /// Per row, `n0 − max(n1, n2)`: `|S|` is at most that.
+    cap: [i64; 4],
+    /// Per row, `B` of `S = B − 2·count` (unused on the two-popcount path).
+    base: [i64; 4],
+    /// Rows whose pair is output (`j > i`, not past the group's end).
+    live: [bool; 4],
+}
+
+impl ColumnExit {
+    /// Whether no row's `S` can pass, with `counts` counted and `left`
+    /// pair bits still to count.
+    #[inline(always)]
+    fn stops(&self, path: Path, counts: &[i64; 4], left: i64) -> bool {
+        (0..4).all(|k| {
+            let (lo, hi) = match path {
+                Path::TwoPopcounts => (counts[k] - left, counts[k] + left),
+                Path::OnePopcount => (
+                    (self.base[k] - 2 * (counts[k] + left)).max(-self.base[k]),
+                    self.base[k] - 2 * counts[k],
+                ),
+                Path::Xor | Path::XorLists => (
+                    self.base[k] - 2 * (counts[k] + left),
+                    self.base[k] - 2 * counts[k],
+                ),
+            };
+            let (lo, hi) = (lo.max(-self.cap[k]), hi.min(self.cap[k]));
+            !self.ranges[k].reachable(lo, hi)
+        })
+    }
+
+    /// Row `k`'s final `S` from its full count.
+    #[inline(always)]
+    fn s(&self, path: Path, k: usize, count: i64) -> i64 {
+        match path {
+            Path::TwoPopcounts => count,
+            _ => self.base[k] - 2 * count,
+        }
+    }
+
+    /// The counts of the column's pairs stopped after `at` of `words` words.
+    fn stopped(&self, at: usize, words: usize) -> ExitCounts {
+        let pairs = self.live.iter().filter(|&&l| l).count();
+        ExitCounts {
+            pairs,
+            words_counted: pairs * at,
+            words_total: pairs * words,
+        }
+    }
+}
+
 /// How a pair of a block is computed (see [`Bitset::block`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Path {
@@ -369,6 +441,47 @@ impl Bitset {
         cols: Range<usize>,
         out: &mut Vec<PairNumerator>,
     ) {
+        self.block_bounded(m, rows, cols, out, None, &mut ExitCounts::default());
+    }
+
+    /// [`Bitset::block`] under a pushed-down filter's bound `exit`: a pair
+    /// whose `S` cannot pass it is left out of `out` as soon as its count
+    /// shows it (counted in `exits`); every other pair is counted in full,
+    /// with the same `S` as [`Bitset::block`].
+    ///
+    /// A group of four rows and a column is counted in blocks of words
+    /// ([`exit_block_words`], or the cache chunks of long rows) by the same
+    /// per-ISA loops as without a bound, and the bound is checked before
+    /// the first block and between blocks: the early exit lives here, above
+    /// the instruction sets. After the first `w` words, with `c` the count
+    /// so far and `left = n0 − min(n0, 64·w)` the sample pairs in the words
+    /// still to count (padding bits count nothing on every path), the final
+    /// `S` lies in
+    ///
+    /// - `[B − 2(c + left), B − 2c]` on the paths `S = B − 2·nd`
+    ///   (XOR: `B = n0`; XOR with lists: `B = n0 + correction`, the
+    ///   correction computed first; one popcount: `B = n0 − n1 − n2 + n3`,
+    ///   and `S ≥ −B` as `nd ≤ B`), since `nd` only grows and by at most one
+    ///   per pair bit left;
+    /// - `[c − left, c + left]` on the two-popcount path, where `c` is the
+    ///   partial `S` and each pair left adds −1, 0 or 1;
+    ///
+    /// and, for complete genes, in `[−cap, cap]` with
+    /// `cap = n0 − max(n1, n2)` (concordant plus discordant pairs are
+    /// untied in both genes). When that interval meets none of the pair's
+    /// ranges ([`PairRange::reachable`]) for all four rows the group's
+    /// column stops; rows whose pair is dropped anyway (`j ≤ i`, lanes past
+    /// the group's end) never hold it back, and a pair touching a gene with
+    /// missing values ([`PairRange::ANY`]) never stops.
+    pub fn block_bounded(
+        &self,
+        m: &RankedMatrix,
+        rows: &[u32],
+        cols: Range<usize>,
+        out: &mut Vec<PairNumerator>,
+        exit: Option<&SBound>,
+        exits: &mut ExitCounts,
+    ) {
         let p = &*self.planes;
         let n0 = i64::try_from(m.n0()).expect("n0 fits i64");
         let budget = self.one_popcount_budget;
@@ -402,6 +515,9 @@ impl Bitset {
         let mut columns: Vec<(Path, [i64; 4])> = Vec::new();
         // The group's ranks interleaved for the lists' correction.
         let mut ranks4: Vec<[i32; 4]> = Vec::new();
+        // Per column of a group, under a bound: the column's bound and the
+        // words after which its count stopped.
+        let mut bounds: Vec<(Option<ColumnExit>, Option<usize>)> = Vec::new();
         for group in rows.chunks(4) {
             let r = group.len();
             // Lanes past the group's end repeat its last row; their results are dropped.
@@ -454,7 +570,42 @@ impl Bitset {
             if planes_per_row * 4 * p.words() * 8 <= WHOLE_ROWS_BYTES {
                 for j in first..cols.end {
                     let (gv, uv) = (p.g(j), p.u(j));
-                    let s: [i64; 4] = match path_of(j) {
+                    let path = path_of(j);
+                    let bound = exit.and_then(|e| {
+                        let lists = (&mut interleaved, &mut ranks4);
+                        self.column_exit(e, m, idx, r, j, path, n0, lists)
+                    });
+                    if let Some(bound) = bound {
+                        // Blocks of words, the bound checked between them.
+                        let step = exit_block_words(p.words());
+                        let mut counts = [0i64; 4];
+                        let mut w0 = 0;
+                        let mut stopped = bound.stops(path, &counts, n0);
+                        while !stopped && w0 < p.words() {
+                            let w1 = (w0 + step).min(p.words());
+                            let (gu, uu) = (gu.map(|x| &x[w0..w1]), uu.map(|x| &x[w0..w1]));
+                            self.count(path, gu, uu, &gv[w0..w1], &uv[w0..w1], &mut counts);
+                            w0 = w1;
+                            if w0 < p.words() {
+                                stopped = bound.stops(path, &counts, left_after(n0, w0));
+                            }
+                        }
+                        if stopped {
+                            exits.add(bound.stopped(w0, p.words()));
+                            continue;
+                        }
+                        for (k, &i) in idx.iter().enumerate().take(r) {
+                            if j > i {
+                                out.push(PairNumerator {
+                                    i: i as u32,
+                                    j: j as u32,
+                                    s: bound.s(path, k, counts[k]),
+                                });
+                            }
+                        }
+                        continue;
+                    }
+                    let s: [i64; 4] = match path {
                         Path::Xor => self.xor_pop4(gu, gv).map(|nd| n0 - 2 * nd as i64),
                         Path::XorLists => {
                             if !interleaved {
@@ -491,18 +642,56 @@ impl Bitset {
             }
             columns.clear();
             columns.extend((first..cols.end).map(|j| (path_of(j), [0i64; 4])));
+            // Under a bound: each column's bound, and the words after which
+            // it stopped (the chunks are its blocks).
+            bounds.clear();
+            if let Some(e) = exit {
+                for (j, (path, counts)) in (first..).zip(&columns) {
+                    let lists = (&mut interleaved, &mut ranks4);
+                    let bound = self.column_exit(e, m, idx, r, j, *path, n0, lists);
+                    let stopped = bound.as_ref().is_some_and(|b| b.stops(*path, counts, n0));
+                    bounds.push((bound, stopped.then_some(0)));
+                }
+            }
             let chunk = CHUNK_BYTES / (planes_per_row * 4 * 8);
             let mut w0 = 0;
             while w0 < p.words() {
                 let w1 = (w0 + chunk).min(p.words());
                 let (gu, uu) = (gu.map(|x| &x[w0..w1]), uu.map(|x| &x[w0..w1]));
-                for (j, (path, counts)) in (first..).zip(columns.iter_mut()) {
+                for (c, (j, (path, counts))) in (first..).zip(columns.iter_mut()).enumerate() {
+                    if bounds.get(c).is_some_and(|b| b.1.is_some()) {
+                        continue; // stopped
+                    }
                     let (gv, uv) = (&p.g(j)[w0..w1], &p.u(j)[w0..w1]);
                     self.count(*path, gu, uu, gv, uv, counts);
+                    if let Some((Some(bound), stopped)) = bounds.get_mut(c)
+                        && w1 < p.words()
+                        && bound.stops(*path, counts, left_after(n0, w1))
+                    {
+                        *stopped = Some(w1);
+                    }
                 }
                 w0 = w1;
             }
-            for (j, (path, counts)) in (first..).zip(&columns) {
+            for (c, (j, (path, counts))) in (first..).zip(&columns).enumerate() {
+                if let Some((bound, stopped)) = bounds.get(c) {
+                    if let (Some(bound), Some(at)) = (bound, stopped) {
+                        exits.add(bound.stopped(*at, p.words()));
+                        continue;
+                    }
+                    if let Some(bound) = bound {
+                        for (k, &i) in idx.iter().enumerate().take(r) {
+                            if j > i {
+                                out.push(PairNumerator {
+                                    i: i as u32,
+                                    j: j as u32,
+                                    s: bound.s(*path, k, counts[k]),
+                                });
+                            }
+                        }
+                        continue;
+                    }
+                }
                 let c = match path {
                     Path::XorLists => {
                         if !interleaved {
@@ -530,6 +719,64 @@ impl Bitset {
                 }
             }
         }
+    }
+
+    /// The bound of a group's column `j` on `path` (rows `idx`, the first
+    /// `r` of them real), or `None` when some pair of it may never stop
+    /// (a gene with missing values, a NaN tau). Computes what `S` adds to
+    /// the count first (the lists' correction, `n3`), with the group's
+    /// ranks interleaved on the first need (`lists`).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn column_exit(
+        &self,
+        exit: &SBound,
+        m: &RankedMatrix,
+        idx: [usize; 4],
+        r: usize,
+        j: usize,
+        path: Path,
+        n0: i64,
+        lists: (&mut bool, &mut Vec<[i32; 4]>),
+    ) -> Option<ColumnExit> {
+        let p = &*self.planes;
+        let live = |k: usize| k < r && j > idx[k];
+        let mut ranges = [PairRange::NONE; 4];
+        let mut cap = [0i64; 4];
+        for k in (0..4).filter(|&k| live(k)) {
+            ranges[k] = exit.pair(m, idx[k], j);
+            if ranges[k].is_any() {
+                return None;
+            }
+            cap[k] = n0 - m.tie_pairs(idx[k]).max(m.tie_pairs(j)) as i64;
+        }
+        let base: [i64; 4] = match path {
+            Path::Xor => [n0; 4],
+            Path::XorLists => {
+                let (interleaved, ranks4) = lists;
+                if !*interleaved {
+                    ties::interleave4(m, idx, ranks4);
+                    *interleaved = true;
+                }
+                let c = p.ties.xor_corrections4(m, idx, ranks4, j);
+                std::array::from_fn(|k| n0 + c[k])
+            }
+            Path::OnePopcount => std::array::from_fn(|k| {
+                if live(k) {
+                    one_popcount_s(p, m, n0, idx[k], j, 0)
+                } else {
+                    0
+                }
+            }),
+            Path::TwoPopcounts => [0; 4],
+        };
+        let live = std::array::from_fn(live);
+        Some(ColumnExit {
+            ranges,
+            cap,
+            base,
+            live,
+        })
     }
 
     /// Adds the counts of `path` (`nd`, or `S` on the two-popcount path)

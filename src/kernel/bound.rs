@@ -1,0 +1,403 @@
+//! Exact early exit: what a pushed-down filter on `tau` says about a pair's
+//! numerator `S`, so that a pair is dropped without computing tau, and a
+//! kernel stops counting a pair as soon as its `S` cannot pass.
+//!
+//! # The tau values a filter may pass
+//!
+//! A pushed-down predicate ([`TauPredicate`]) compares `tau`, `abs(tau)`,
+//! `p_value` and `q_value` with literals. With the p- and q-values unknown,
+//! it is evaluated in three-valued logic ([`TauPredicate::eval_tau`]); a
+//! pair can be dropped only where the result is `false` whatever the p- and
+//! q-values. Between two consecutive literals `±v` (in the IEEE 754 total
+//! order in which the predicate compares) every comparison of `tau` keeps
+//! its outcome, so evaluating the predicate once at each literal and once
+//! inside each gap between them gives the set of tau values that may pass
+//! exactly; closing its pieces gives [`TauRange`], a few closed intervals
+//! `[a_k, b_k]` (ends may be infinite). `abs(tau) >= t` gives
+//! `[-∞, -t] ∪ [t, ∞]`, `tau >= t` gives `[t, ∞]`, `tau <= -t` gives
+//! `[-∞, -t]`; a filter on p- or q-values alone gives everything (no bound).
+//!
+//! A NaN tau (a constant gene under tau-b, fewer than two distinct values
+//! under tau-c, fewer than two samples) sorts above every number and passes
+//! `abs(tau) >= t`: such pairs are never dropped ([`PairRange::ANY`]).
+//!
+//! ## p- and q-values
+//!
+//! For a pair of genes without missing values, the p-value is a function of
+//! `S`, `n` and the two genes' tie terms, decreasing in `|S|` (the normal
+//! approximation with the tie-corrected variance, and the exact null
+//! distribution of `S` for genes without ties): a bound on the p-value is a
+//! per-pair bound on `|S|`, one threshold for all pairs of tie-free genes
+//! (exact p-values) and one per pair of tie patterns otherwise. With missing
+//! values `n` and the tie terms are those of the samples the pair shares,
+//! known only per pair. This module does not use p-value bounds: a
+//! comparison of `p_value` is "unknown" above, so `abs(tau) >= 0.8 AND
+//! p_value < 0.01` is bounded by its tau part and `p_value < 0.01` alone is
+//! not bounded. A q-value depends on the p-values of all pairs (its rank
+//! among them), so no bound on `S` of one pair follows from it before all
+//! are known.
+//!
+//! # From tau to `S`, without a square root or a division per pair
+//!
+//! For every variant, today's tau is `S / D` rounded, with a per-pair
+//! denominator `D > 0` built from per-gene factors ([`SBound`]):
+//! tau-a `D = n0`; tau-b `D = √(n0 − n1)·√(n0 − n2)` (then clamped to
+//! `[-1, 1]`); tau-c `D = n²(k − 1)/(2k)` with `k` the smaller number of
+//! distinct values, the factor of the gene with fewer. Only pairs of genes
+//! without missing values are bounded (with missing values `n0`, `n1`, `n2`
+//! are those of the shared samples, and a constant shared gene makes tau
+//! NaN).
+//!
+//! **Claim.** Let `μ(a) = 2^-40·(1 + |a|)`, `L = fl(fl(a − μ(a))·D̂)` and
+//! `H = fl(fl(b + μ(b))·D̂)`, where `D̂` is `D` computed in `f64` from the
+//! per-gene factors (`√` of the exact integer, their product or the
+//! smaller one). If today's tau of a pair lies in `[a, b]`, then
+//! `L ≤ S ≤ H` (so `S < L` or `S > H` for every interval means the
+//! filter fails).
+//!
+//! *Proof.* Write `u = 2^-53` and `τ = S/D` (exact). Today's computation
+//! (`super::tau`) rounds the numerator and denominator to `f64` and divides:
+//! the denominator is off by a factor `(1 + δ)`, `|δ| ≤ 3u` (tau-b: the
+//! correctly rounded square root of the exact product, or two roots and a
+//! product; tau-c: two conversions of exact integers), so the quotient is
+//! `x = τ(1 + θ)` with `|θ| ≤ 5u`. (1) If the computed tau is `≥ a` then
+//! `τ ≥ a − 6u|a|`: for tau-b, if `a ≤ −1` this holds as `τ ≥ −1`, else
+//! the clamp did not raise `x`, so `x ≥ a`; then either `τ ≥ a`, or
+//! `0 ≤ τ < a` and `x − τ = τθ < 5u·a`, or `τ < 0`, when `a ≤ x ≤ τ(1 − 5u)`
+//! gives `τ ≥ a/(1 − 5u) ≥ a − 6u|a|`. (2) `D̂ = D(1 + ψ)`, `|ψ| ≤ 3.01u`,
+//! and the two roundings in `L` give `L = (a − μ(a))(1 + ε₁)·D(1 + ρ)` with
+//! `|ε₁| ≤ u`, `|ρ| ≤ 5u`, so
+//! `L ≤ (a − μ(a) + 12u(1 + |a|))·D ≤ (a − μ(a)/2)·D` (`12u < 2^-41`).
+//! Hence `S < L` gives `τ < a − μ(a)/2 < a − 6u|a|`, and by (1) today's tau
+//! is below `a`. The upper end is symmetric. Infinite ends give `L = −∞`
+//! or `H = +∞` (`D̂ > 0`). ∎
+//!
+//! `S` is an integer below 2^53 in magnitude (exact in `f64`), so `S ≥ L`
+//! is `S ≥ ⌈L⌉` in integers and `S ≤ H` is `S ≤ ⌊H⌋`: [`PairRange`] holds
+//! these integer ends, which the kernels compare with their partial counts.
+//! The float test [`SBound::surely_fails`] (one product per pair for
+//! `D̂` and one per interval end) decides only the pairs it can prove fail;
+//! the others compute tau as they always did and the filter decides on it,
+//! so every row kept is the same, bit for bit, and no row is lost.
+//!
+//! # Stopping a count
+//!
+//! A kernel that sums `S` (or a count it is an affine function of) over
+//! parts of the data knows, after any prefix of the parts, an interval
+//! `[lo, hi]` that holds the final `S`; when that interval meets none of
+//! the pair's `[⌈L_k⌉, ⌊H_k⌋]` ([`PairRange::reachable`]) the pair fails
+//! the filter and its count stops. The bit-plane kernel's intervals, and
+//! the zero-inflated kernel's, are derived where they are used
+//! (`bitset::Bitset::block`, `zero::Zero`).
+
+use std::cmp::Ordering;
+
+use super::{Variant, pair_count};
+use crate::filter::TauPredicate;
+use crate::input::RankedMatrix;
+
+/// At most this many intervals are kept per filter; more are merged, the
+/// closest first (a larger set, so a weaker but still exact bound).
+pub const MAX_INTERVALS: usize = 4;
+
+/// The tau values a filter may pass (besides NaN): closed intervals,
+/// sorted and disjoint, ends possibly infinite. See the module docs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TauRange {
+    intervals: Vec<(f64, f64)>,
+}
+
+impl TauRange {
+    /// The tau values `pred` may pass, or `None` when it may pass every
+    /// value (no bound).
+    pub fn of_predicate(pred: &TauPredicate) -> Option<Self> {
+        let mut points = Vec::new();
+        pred.tau_literals(&mut points);
+        points.sort_by(f64::total_cmp);
+        points.dedup_by(|a, b| a.total_cmp(b) == Ordering::Equal);
+        let may_pass = |tau: f64| pred.eval_tau(tau) != Some(false);
+        // Pieces in order: (-∞, p0), {p0}, (p0, p1), {p1}, …, {p_last}, (p_last, ∞),
+        // each with its closed ends and whether it may pass. A gap without
+        // a float in it (between -0.0 and 0.0, say) is left out.
+        let mut pieces: Vec<(f64, f64, bool)> = Vec::new();
+        let gap = |lo: f64, hi: f64| {
+            let inside = if lo == f64::NEG_INFINITY {
+                hi.next_down()
+            } else {
+                lo.next_up()
+            };
+            let between = inside.is_finite()
+                && inside.total_cmp(&lo) == Ordering::Greater
+                && inside.total_cmp(&hi) == Ordering::Less;
+            between.then(|| (lo, hi, may_pass(inside)))
+        };
+        let mut below = f64::NEG_INFINITY;
+        for &p in &points {
+            pieces.extend(gap(below, p));
+            pieces.push((p, p, may_pass(p)));
+            below = p;
+        }
+        pieces.extend(gap(below, f64::INFINITY));
+        if points.is_empty() {
+            pieces = vec![(f64::NEG_INFINITY, f64::INFINITY, may_pass(0.0))];
+        }
+        let mut intervals: Vec<(f64, f64)> = Vec::new();
+        let mut open = false;
+        for (lo, hi, pass) in pieces {
+            match (pass, open) {
+                (true, true) => {
+                    if let Some(last) = intervals.last_mut() {
+                        last.1 = hi;
+                    }
+                }
+                // Touching the last one (an end point shared by both): one.
+                (true, false) => match intervals.last_mut() {
+                    Some(last) if last.1.total_cmp(&lo) == Ordering::Equal => last.1 = hi,
+                    _ => intervals.push((lo, hi)),
+                },
+                _ => {}
+            }
+            open = pass;
+        }
+        while intervals.len() > MAX_INTERVALS {
+            // Merge the two neighbours with the narrowest gap between them.
+            let k = (0..intervals.len() - 1)
+                .min_by(|&x, &y| {
+                    let width = |k: usize| intervals[k + 1].0 - intervals[k].1;
+                    width(x).total_cmp(&width(y))
+                })
+                .unwrap_or(0);
+            intervals[k].1 = intervals[k + 1].1;
+            intervals.remove(k + 1);
+        }
+        let everything = intervals.len() == 1
+            && intervals[0].0 == f64::NEG_INFINITY
+            && intervals[0].1 == f64::INFINITY;
+        (!everything).then_some(TauRange { intervals })
+    }
+
+    /// The closed intervals, sorted.
+    pub fn intervals(&self) -> &[(f64, f64)] {
+        &self.intervals
+    }
+}
+
+/// `μ(a) = 2^-40·(1 + |a|)`: the margin of the module docs' claim.
+fn margin(a: f64) -> f64 {
+    (1.0 + a.abs()) * (1.0 / (1u64 << 40) as f64)
+}
+
+/// A filter's tau range as per-pair bounds on `S`, from per-gene factors:
+/// one per query and matrix. See the module docs for the claim it rests on.
+#[derive(Debug, Clone)]
+pub struct SBound {
+    variant: Variant,
+    /// `(a_k − μ(a_k), b_k + μ(b_k))` of the tau range's intervals.
+    ends: Vec<(f64, f64)>,
+    /// Per gene: tau-b `√(n0 − n1)`, tau-c `n²(k − 1)/(2k)` (0 for k ≤ 1),
+    /// with the gene's number of distinct values `k` beside it; empty for tau-a.
+    factor: Vec<f64>,
+    distinct: Vec<u32>,
+    /// tau-a's denominator `n0`.
+    n0: f64,
+}
+
+impl SBound {
+    /// The bounds of filter `pred` on the pairs of `m` under `variant`, or
+    /// `None` when the filter does not bound tau.
+    pub fn new(pred: &TauPredicate, variant: Variant, m: &RankedMatrix) -> Option<Self> {
+        let range = TauRange::of_predicate(pred)?;
+        Some(Self::from_range(&range, variant, m))
+    }
+
+    /// The bounds of the tau values `range` on the pairs of `m`.
+    pub fn from_range(range: &TauRange, variant: Variant, m: &RankedMatrix) -> Self {
+        let n = m.samples();
+        let n0 = pair_count(n);
+        let genes = m.genes();
+        let (factor, distinct) = match variant {
+            Variant::A => (Vec::new(), Vec::new()),
+            Variant::B => (
+                (0..genes)
+                    .map(|g| ((n0 - m.tie_pairs(g).min(n0)) as f64).sqrt())
+                    .collect(),
+                Vec::new(),
+            ),
+            Variant::C => {
+                let n2 = (n as f64) * (n as f64);
+                let factor = (0..genes)
+                    .map(|g| match m.distinct(g) {
+                        k @ 2.. => n2 * f64::from(k - 1) / (2.0 * f64::from(k)),
+                        _ => 0.0,
+                    })
+                    .collect();
+                (factor, (0..genes).map(|g| m.distinct(g)).collect())
+            }
+        };
+        let ends = range
+            .intervals()
+            .iter()
+            .map(|&(a, b)| (a - margin(a), b + margin(b)))
+            .collect();
+        Self {
+            variant,
+            ends,
+            factor,
+            distinct,
+            n0: n0 as f64,
+        }
+    }
+
+    /// `D̂` of genes `i` and `j` (complete genes), 0 where tau is NaN.
+    #[inline(always)]
+    fn denominator(&self, i: usize, j: usize) -> f64 {
+        match self.variant {
+            Variant::A => self.n0,
+            Variant::B => self.factor[i] * self.factor[j],
+            Variant::C => {
+                if self.distinct[i] <= self.distinct[j] {
+                    self.factor[i]
+                } else {
+                    self.factor[j]
+                }
+            }
+        }
+    }
+
+    /// Whether the filter surely fails for complete genes `i` and `j` with
+    /// numerator `s`: today's tau lies in none of the filter's intervals
+    /// (see the module docs). `false` proves nothing: compute tau.
+    #[inline(always)]
+    pub fn surely_fails(&self, i: usize, j: usize, s: i64) -> bool {
+        let d = self.denominator(i, j);
+        if d == 0.0 {
+            return false; // tau is NaN
+        }
+        let s = s as f64;
+        !self
+            .ends
+            .iter()
+            .any(|&(lo, hi)| s >= lo * d && s <= hi * d)
+    }
+
+    /// The integer ranges of `S` that may pass for genes `i` and `j` of
+    /// `m`; [`PairRange::ANY`] when either gene has missing values or the
+    /// pair's tau is NaN.
+    #[inline]
+    pub fn pair(&self, m: &RankedMatrix, i: usize, j: usize) -> PairRange {
+        if m.has_gaps(i) || m.has_gaps(j) {
+            return PairRange::ANY;
+        }
+        let d = self.denominator(i, j);
+        if d == 0.0 {
+            return PairRange::ANY;
+        }
+        let mut r = PairRange::NONE;
+        for (k, &(lo, hi)) in self.ends.iter().enumerate() {
+            // Saturating conversions: ±∞ become i64::MIN / i64::MAX.
+            r.lo[k] = (lo * d).ceil() as i64;
+            r.hi[k] = (hi * d).floor() as i64;
+        }
+        r
+    }
+}
+
+/// The integer values of `S` a pair may pass with: up to
+/// [`MAX_INTERVALS`] closed ranges `lo[k]..=hi[k]` (unused ones
+/// `i64::MAX..=i64::MIN`, which no range of `S` meets: a kernel's `S`
+/// stays far inside `i64`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PairRange {
+    lo: [i64; MAX_INTERVALS],
+    hi: [i64; MAX_INTERVALS],
+}
+
+impl PairRange {
+    /// Every `S` may pass: the pair is never stopped.
+    pub const ANY: PairRange = PairRange {
+        lo: [i64::MIN; MAX_INTERVALS],
+        hi: [i64::MAX; MAX_INTERVALS],
+    };
+
+    /// No `S` may pass (every range empty: `lo > hi` at the extremes):
+    /// also the value of lanes whose results are dropped anyway.
+    pub const NONE: PairRange = PairRange {
+        lo: [i64::MAX; MAX_INTERVALS],
+        hi: [i64::MIN; MAX_INTERVALS],
+    };
+
+    /// Whether some `S` in `lo..=hi` may pass.
+    #[inline(always)]
+    pub fn reachable(&self, lo: i64, hi: i64) -> bool {
+        (0..MAX_INTERVALS).any(|k| hi >= self.lo[k] && lo <= self.hi[k])
+    }
+
+    /// Whether this range never stops a count.
+    #[inline]
+    pub fn is_any(&self) -> bool {
+        *self == PairRange::ANY
+    }
+}
+
+/// How many pairs a kernel stopped early, and over how many of their words
+/// (bit-plane words; the zero-inflated kernel counts pairs only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExitCounts {
+    /// Pairs dropped before their count ended.
+    pub pairs: usize,
+    /// Bit-plane words counted for the stopped pairs of the bit-plane kernel.
+    pub words_counted: usize,
+    /// Words a full count of those pairs reads.
+    pub words_total: usize,
+}
+
+impl ExitCounts {
+    /// Adds `other`.
+    pub fn add(&mut self, other: ExitCounts) {
+        self.pairs += other.pairs;
+        self.words_counted += other.words_counted;
+        self.words_total += other.words_total;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use datafusion::functions::math::expr_fn::abs;
+    use datafusion::logical_expr::{Expr, col, lit};
+
+    fn range(e: Expr) -> Option<Vec<(f64, f64)>> {
+        let p = TauPredicate::from_expr(&e).expect("pushable");
+        TauRange::of_predicate(&p).map(|r| r.intervals().to_vec())
+    }
+
+    const INF: f64 = f64::INFINITY;
+
+    #[test]
+    fn ranges_of_common_filters() {
+        assert_eq!(
+            range(abs(col("tau")).gt_eq(lit(0.8))),
+            Some(vec![(-INF, -0.8), (0.8, INF)])
+        );
+        assert_eq!(range(col("tau").gt(lit(0.5))), Some(vec![(0.5, INF)]));
+        assert_eq!(range(col("tau").lt_eq(lit(-0.5))), Some(vec![(-INF, -0.5)]));
+        assert_eq!(
+            range(col("tau").between(lit(-0.1), lit(0.2))),
+            Some(vec![(-0.1, 0.2)])
+        );
+        // p-values alone: no bound; with a tau bound: the tau bound.
+        assert_eq!(range(col("p_value").lt(lit(0.01))), None);
+        assert_eq!(
+            range(col("tau").gt(lit(0.5)).and(col("p_value").lt(lit(0.01)))),
+            Some(vec![(0.5, INF)])
+        );
+        assert_eq!(
+            range(col("tau").gt(lit(0.5)).or(col("p_value").lt(lit(0.01)))),
+            None
+        );
+        // Nothing passes.
+        assert_eq!(range(abs(col("tau")).gt(lit(2.0))), Some(vec![]));
+        assert_eq!(range(abs(col("tau")).gt_eq(lit(0.0))), None);
+        assert_eq!(range(col("tau").not_eq(lit(0.3))), None);
+    }
+}
