@@ -61,7 +61,9 @@
 //! correctly rounded square root of the exact product, or two roots and a
 //! product; tau-c: two conversions of exact integers), so the quotient is
 //! `x = τ(1 + θ)` with `|θ| ≤ 5u`. (1) If the computed tau is `≥ a` then
-//! `τ ≥ a − 6u|a|`: for tau-b, if `a ≤ −1` this holds as `τ ≥ −1`, else
+//! `τ ≥ a − 6u|a|`: for tau-b, if `a ≤ −1` this holds as `τ ≥ −1` (the
+//! concordant and discordant pairs are untied in both genes, so
+//! `|S| ≤ n0 − max(n1, n2) ≤ D`), else
 //! the clamp did not raise `x`, so `x ≥ a`; then either `τ ≥ a`, or
 //! `0 ≤ τ < a` and `x − τ = τθ < 5u·a`, or `τ < 0`, when `a ≤ x ≤ τ(1 − 5u)`
 //! gives `τ ≥ a/(1 − 5u) ≥ a − 6u|a|`. (2) `D̂ = D(1 + ψ)`, `|ψ| ≤ 3.01u`,
@@ -363,7 +365,7 @@ impl ExitCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use datafusion::functions::math::expr_fn::abs;
+        use datafusion::functions::math::expr_fn::abs;
     use datafusion::logical_expr::{Expr, col, lit};
 
     fn range(e: Expr) -> Option<Vec<(f64, f64)>> {
@@ -395,9 +397,87 @@ mod tests {
             range(col("tau").gt(lit(0.5)).or(col("p_value").lt(lit(0.01)))),
             None
         );
-        // Nothing passes.
-        assert_eq!(range(abs(col("tau")).gt(lit(2.0))), Some(vec![]));
+        // Nothing passes (|tau| ≤ 1): a range no pair's S reaches.
+        assert_eq!(
+            range(abs(col("tau")).gt(lit(2.0))),
+            Some(vec![(-INF, -2.0), (2.0, INF)])
+        );
+        assert_eq!(range(col("tau").gt(lit(0.5)).and(col("tau").lt(lit(0.2)))), Some(vec![]));
         assert_eq!(range(abs(col("tau")).gt_eq(lit(0.0))), None);
         assert_eq!(range(col("tau").not_eq(lit(0.3))), None);
+        // -0.0 and 0.0 are both literals of `tau > -0.0`.
+        assert_eq!(range(col("tau").gt(lit(-0.0))), Some(vec![(-0.0, INF)]));
+    }
+
+    /// For every integer `S` a pair could have (not only attainable ones),
+    /// pairs of genes with every tie pattern, all three variants and
+    /// thresholds at attained |tau| values and next to them: `surely_fails`
+    /// and the integer ranges agree, and neither ever rejects a pair that
+    /// today's test passes; far from the threshold they do reject.
+    #[test]
+    fn bounds_never_reject_a_passing_pair() {
+        use crate::kernel::{naive, tau};
+        let mut rng = crate::test_rng::XorShift::new(0x47);
+        let mut next = move |k: u64| rng.next_u64() % k;
+        for n in [1usize, 2, 3, 9, 40] {
+            let kinds = 6;
+            let values: Vec<f64> = (0..kinds * n)
+                .map(|k| match k / n {
+                    0 => 1.0,                   // constant
+                    1 => next(2) as f64,        // two values
+                    2 => next(4) as f64,        // ties
+                    _ => next(1 << 30) as f64, // distinct
+                })
+                .collect();
+            let m = RankedMatrix::from_values(kinds, n, &values);
+            let n0 = pair_count(n) as i64;
+            for variant in [Variant::A, Variant::B, Variant::C] {
+                let mut ts = vec![0.0, 0.5, 0.8, 1.0, -0.3, 1.5];
+                for i in 0..kinds {
+                    for j in i + 1..kinds {
+                        let s = naive::numerator(m.ranks(i), m.ranks(j));
+                        let t = tau(variant, s, n, m.ties(i), m.ties(j)).abs();
+                        if t.is_finite() {
+                            ts.extend([t, t.next_up(), t.next_down()]);
+                        }
+                    }
+                }
+                for &t in &ts {
+                    for e in [
+                        abs(col("tau")).gt_eq(lit(t)),
+                        abs(col("tau")).gt(lit(t)),
+                        col("tau").gt_eq(lit(t)),
+                        col("tau").lt(lit(-t)),
+                        col("tau").between(lit(-t), lit(t)),
+                    ] {
+                        let pred = TauPredicate::from_expr(&e).unwrap();
+                        let Some(bound) = SBound::new(&pred, variant, &m) else {
+                            continue;
+                        };
+                        let mut rejected = 0;
+                        for i in 0..kinds {
+                            for j in i + 1..kinds {
+                                let r = bound.pair(&m, i, j);
+                                // |S| ≤ n0 − max(n1, n2) for any pair.
+                                let cap = n0 - m.tie_pairs(i).max(m.tie_pairs(j)) as i64;
+                                for s in -cap..=cap {
+                                    let x = tau(variant, s, n, m.ties(i), m.ties(j));
+                                    let fails = bound.surely_fails(i, j, s);
+                                    assert_eq!(fails, !r.reachable(s, s), "{e} {variant} {s}");
+                                    if fails {
+                                        let pass = pred.eval(&crate::filter::PairValues::tau(x));
+                                        assert!(!pass, "{e} {variant} n={n} ({i}, {j}) S={s} tau={x}");
+                                        rejected += 1;
+                                    }
+                                }
+                            }
+                        }
+                        if n == 40 && t == 0.8 && variant == Variant::A {
+                            assert!(rejected > 0, "{e}");
+                        }
+                    }
+                }
+            }
+        }
     }
 }

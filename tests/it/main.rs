@@ -12,6 +12,7 @@ mod common;
 mod concurrency;
 mod cross;
 mod derived;
+mod early_exit;
 mod errors;
 mod exports;
 mod fdr;
