@@ -247,7 +247,9 @@ impl TauPredicate {
     /// is `false` whatever the p- and q-values.
     pub fn eval_tau(&self, tau: f64) -> Option<bool> {
         match self {
-            TauPredicate::Compare { stat: Stat::Tau, .. } => Some(self.eval(&PairValues::tau(tau))),
+            TauPredicate::Compare {
+                stat: Stat::Tau, ..
+            } => Some(self.eval(&PairValues::tau(tau))),
             TauPredicate::Compare { .. } => None,
             TauPredicate::And(a, b) => match (a.eval_tau(tau), b.eval_tau(tau)) {
                 (Some(false), _) | (_, Some(false)) => Some(false),

@@ -139,9 +139,7 @@ impl PairStream {
         };
         // Top-partners mode ranks every pair: no bound there.
         let bound = match (&config.predicate, config.top_k) {
-            (Some(pred), None) => {
-                SBound::new(pred, config.variant, &prepared.matrix).map(Arc::new)
-            }
+            (Some(pred), None) => SBound::new(pred, config.variant, &prepared.matrix).map(Arc::new),
             _ => None,
         };
         Ok(Self {

@@ -276,10 +276,7 @@ impl SBound {
             return false; // tau is NaN
         }
         let s = s as f64;
-        !self
-            .ends
-            .iter()
-            .any(|&(lo, hi)| s >= lo * d && s <= hi * d)
+        !self.ends.iter().any(|&(lo, hi)| s >= lo * d && s <= hi * d)
     }
 
     /// The integer ranges of `S` that may pass for genes `i` and `j` of
@@ -365,7 +362,7 @@ impl ExitCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
-        use datafusion::functions::math::expr_fn::abs;
+    use datafusion::functions::math::expr_fn::abs;
     use datafusion::logical_expr::{Expr, col, lit};
 
     fn range(e: Expr) -> Option<Vec<(f64, f64)>> {
@@ -402,7 +399,10 @@ mod tests {
             range(abs(col("tau")).gt(lit(2.0))),
             Some(vec![(-INF, -2.0), (2.0, INF)])
         );
-        assert_eq!(range(col("tau").gt(lit(0.5)).and(col("tau").lt(lit(0.2)))), Some(vec![]));
+        assert_eq!(
+            range(col("tau").gt(lit(0.5)).and(col("tau").lt(lit(0.2)))),
+            Some(vec![])
+        );
         assert_eq!(range(abs(col("tau")).gt_eq(lit(0.0))), None);
         assert_eq!(range(col("tau").not_eq(lit(0.3))), None);
         // -0.0 and 0.0 are both literals of `tau > -0.0`.
@@ -423,9 +423,9 @@ mod tests {
             let kinds = 6;
             let values: Vec<f64> = (0..kinds * n)
                 .map(|k| match k / n {
-                    0 => 1.0,                   // constant
-                    1 => next(2) as f64,        // two values
-                    2 => next(4) as f64,        // ties
+                    0 => 1.0,                  // constant
+                    1 => next(2) as f64,       // two values
+                    2 => next(4) as f64,       // ties
                     _ => next(1 << 30) as f64, // distinct
                 })
                 .collect();
@@ -466,7 +466,10 @@ mod tests {
                                     assert_eq!(fails, !r.reachable(s, s), "{e} {variant} {s}");
                                     if fails {
                                         let pass = pred.eval(&crate::filter::PairValues::tau(x));
-                                        assert!(!pass, "{e} {variant} n={n} ({i}, {j}) S={s} tau={x}");
+                                        assert!(
+                                            !pass,
+                                            "{e} {variant} n={n} ({i}, {j}) S={s} tau={x}"
+                                        );
                                         rejected += 1;
                                     }
                                 }

@@ -13,8 +13,8 @@
 //! final division into tau is floating point.
 
 pub mod binary;
-pub mod bound;
 pub mod bitset;
+pub mod bound;
 pub mod decision;
 pub mod gse;
 pub mod isa;

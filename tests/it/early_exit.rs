@@ -38,7 +38,7 @@ enum Shape {
 /// gene, the rest random; with `missing`, a tenth of the values of every
 /// third gene missing (NaN).
 fn genes(rng: &mut SmallRng, genes: usize, n: usize, shape: Shape, missing: bool) -> Vec<f64> {
-    let mut draw = |rng: &mut SmallRng| match shape {
+    let draw = |rng: &mut SmallRng| match shape {
         Shape::Distinct => rng.random::<f64>(),
         Shape::Levels(k) => f64::from(rng.random_range(0..k)),
         Shape::Zeros(z) if rng.random::<f64>() < z => 0.0,
@@ -98,7 +98,10 @@ fn check(m: &RankedMatrix, expr: &Expr, variant: Variant) -> (usize, usize) {
             // The p-value is unknown to the kernel: a filter on it is taken
             // as passing (the bound must not depend on it).
             let pass = pred.eval_tau(t) != Some(false);
-            oracle.insert((i as u32, j as u32), (s, pass, pred.eval(&PairValues::tau(t))));
+            oracle.insert(
+                (i as u32, j as u32),
+                (s, pass, pred.eval(&PairValues::tau(t))),
+            );
         }
     }
     let rows: Vec<u32> = (0..genes as u32).collect();
@@ -132,7 +135,11 @@ fn check(m: &RankedMatrix, expr: &Expr, variant: Variant) -> (usize, usize) {
         }
         for (pair, &(_, pass, _)) in &oracle {
             if pass {
-                assert_eq!(seen.get(pair), Some(&2), "{what}: {pair:?} passes, not output");
+                assert_eq!(
+                    seen.get(pair),
+                    Some(&2),
+                    "{what}: {pair:?} passes, not output"
+                );
             }
         }
         if name == "zero" {
@@ -192,7 +199,10 @@ fn early_exit_leaves_out_only_failing_pairs_on_every_isa() {
             }
         }
     }
-    assert!(stops.0 > 0 && stops.1 > 0, "no pair stopped early: {stops:?}");
+    assert!(
+        stops.0 > 0 && stops.1 > 0,
+        "no pair stopped early: {stops:?}"
+    );
 }
 
 /// Where pairs must stop: random genes without ties under `abs(tau) >=
@@ -218,7 +228,10 @@ fn early_exit_counters_count_the_stopped_pairs() {
         // No random pair reaches 0.8: all stop, well before their last word.
         assert_eq!(exits.pairs, g * (g - 1) / 2, "{isa}");
         assert!(out.is_empty(), "{isa}");
-        assert!(exits.words_counted * 2 < exits.words_total, "{isa}: {exits:?}");
+        assert!(
+            exits.words_counted * 2 < exits.words_total,
+            "{isa}: {exits:?}"
+        );
         assert_eq!(kernel.take_exits().pairs, 0, "taken once");
     }
     let values = genes(&mut rng, g, 2000, Shape::Zeros(0.95), false);
@@ -252,10 +265,17 @@ fn tau_bits(batches: &[datafusion::arrow::array::RecordBatch]) -> Vec<(String, S
     use datafusion::arrow::datatypes::Float64Type;
     let mut rows = Vec::new();
     for b in batches {
-        let (gi, gj) = (b.column(0).as_string::<i32>(), b.column(1).as_string::<i32>());
+        let (gi, gj) = (
+            b.column(0).as_string::<i32>(),
+            b.column(1).as_string::<i32>(),
+        );
         let tau = b.column(2).as_primitive::<Float64Type>();
         for r in 0..b.num_rows() {
-            rows.push((gi.value(r).to_string(), gj.value(r).to_string(), tau.value(r).to_bits()));
+            rows.push((
+                gi.value(r).to_string(),
+                gj.value(r).to_string(),
+                tau.value(r).to_bits(),
+            ));
         }
     }
     rows.sort();
@@ -306,7 +326,10 @@ async fn filtered_rows_are_the_unfiltered_rows_filtered() {
                 .unwrap();
                 let all = common::sorted_bits(&all);
                 for (filter, keep) in [
-                    ("abs(tau) >= 0.8", (|t: f64| t.is_nan() || t.abs() >= 0.8) as fn(f64) -> bool),
+                    (
+                        "abs(tau) >= 0.8",
+                        (|t: f64| t.is_nan() || t.abs() >= 0.8) as fn(f64) -> bool,
+                    ),
                     ("abs(tau) >= 0.3", |t: f64| t.is_nan() || t.abs() >= 0.3),
                     ("tau >= 0.5", |t: f64| t.is_nan() || t >= 0.5),
                     ("tau <= -0.2", |t: f64| t <= -0.2),
@@ -321,14 +344,18 @@ async fn filtered_rows_are_the_unfiltered_rows_filtered() {
                         .filter(|r| keep(f64::from_bits(r.2)))
                         .cloned()
                         .collect();
-                    let what = format!("{name} kernel={kernel} simd={simd} variant={variant} {filter}");
+                    let what =
+                        format!("{name} kernel={kernel} simd={simd} variant={variant} {filter}");
                     assert_eq!(got, expected, "{what}");
                     // Without p-values: the stream's tight loop.
                     let sql = format!(
                         "SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{path}') WHERE {filter}"
                     );
                     let got = common::run(&ctx, &format!("{set}; {sql}")).await.unwrap();
-                    let expected: Vec<_> = expected.iter().map(|r| (r.0.clone(), r.1.clone(), r.2)).collect();
+                    let expected: Vec<_> = expected
+                        .iter()
+                        .map(|r| (r.0.clone(), r.1.clone(), r.2))
+                        .collect();
                     assert_eq!(tau_bits(&got), expected, "{what}, tau only");
                 }
                 // Metrics: the network filter stops pairs in the bit-plane
@@ -341,7 +368,9 @@ async fn filtered_rows_are_the_unfiltered_rows_filtered() {
                 for stmt in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
                     let df = ctx.sql(stmt).await.unwrap();
                     let physical = df.create_physical_plan().await.unwrap();
-                    collect(Arc::clone(&physical), ctx.task_ctx()).await.unwrap();
+                    collect(Arc::clone(&physical), ctx.task_ctx())
+                        .await
+                        .unwrap();
                     plan = Some(physical);
                 }
                 let plan = plan.unwrap();
@@ -353,7 +382,10 @@ async fn filtered_rows_are_the_unfiltered_rows_filtered() {
                     _ => false,
                 };
                 if stops_here {
-                    assert!(stopped > 0, "{name} {kernel} {simd} {variant}: none stopped");
+                    assert!(
+                        stopped > 0,
+                        "{name} {kernel} {simd} {variant}: none stopped"
+                    );
                 }
                 if kernel == "vse" {
                     // VSE has no early exit: every pair is counted in
@@ -369,7 +401,11 @@ async fn filtered_rows_are_the_unfiltered_rows_filtered() {
                     ),
                 )
                 .await;
-                for needle in ["early_exit_pairs=", "early_exit_word_share=", "bound_rejected_pairs="] {
+                for needle in [
+                    "early_exit_pairs=",
+                    "early_exit_word_share=",
+                    "bound_rejected_pairs=",
+                ] {
                     assert!(text.contains(needle), "{needle} missing:\n{text}");
                 }
             }
