@@ -376,11 +376,10 @@ async fn filtered_rows_are_the_unfiltered_rows_filtered() {
                 let plan = plan.unwrap();
                 let stopped = common::kendall_metric(&plan, "early_exit_pairs");
                 let rejected = common::kendall_metric(&plan, "bound_rejected_pairs");
-                let stops_here = match (kernel, name) {
-                    ("bitset", "distinct" | "ties") => true,
-                    ("zero", "zeros") => true,
-                    _ => false,
-                };
+                let stops_here = matches!(
+                    (kernel, name),
+                    ("bitset", "distinct" | "ties") | ("zero", "zeros")
+                );
                 if stops_here {
                     assert!(
                         stopped > 0,
