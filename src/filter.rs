@@ -5,7 +5,10 @@
 //! [`TauPredicate`] that the execution plan applies to each pair before it
 //! becomes a row. The predicate reproduces Arrow's float comparison exactly
 //! (IEEE 754 total order, in which NaN is greater than every number and
-//! equal to itself), so pushing a filter down never changes a result.
+//! equal to itself), so pushing a filter down never changes a result. The
+//! tau values a predicate may pass ([`TauPredicate::eval_tau`]) bound each
+//! pair's numerator, which lets kernels stop early
+//! ([`crate::kernel::bound`]).
 
 use std::cmp::Ordering;
 use std::fmt;

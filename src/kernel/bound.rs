@@ -23,19 +23,30 @@
 //!
 //! ## p- and q-values
 //!
-//! For a pair of genes without missing values, the p-value is a function of
-//! `S`, `n` and the two genes' tie terms, decreasing in `|S|` (the normal
-//! approximation with the tie-corrected variance, and the exact null
-//! distribution of `S` for genes without ties): a bound on the p-value is a
-//! per-pair bound on `|S|`, one threshold for all pairs of tie-free genes
-//! (exact p-values) and one per pair of tie patterns otherwise. With missing
-//! values `n` and the tie terms are those of the samples the pair shares,
-//! known only per pair. This module does not use p-value bounds: a
-//! comparison of `p_value` is "unknown" above, so `abs(tau) >= 0.8 AND
-//! p_value < 0.01` is bounded by its tau part and `p_value < 0.01` alone is
-//! not bounded. A q-value depends on the p-values of all pairs (its rank
-//! among them), so no bound on `S` of one pair follows from it before all
-//! are known.
+//! When a `p_value` bound maps to an `S` bound (not used here):
+//!
+//! - *Genes without missing values.* The p-value is a function of `S`, `n`
+//!   and the two genes' tie terms (`crate::stats::pvalue`): the normal
+//!   approximation with the tie-corrected variance (per-gene sums, so one
+//!   variance per pair from per-gene terms), or, for genes without ties,
+//!   the exact null distribution of `S`, which depends on `n` alone. A
+//!   bound on the p-value is then a set of `S` values per pair: for
+//!   two-sided p-values a threshold on `|S|`, for one-sided ones on `S`.
+//!   Between tie-free pairs (exact p-values) the set is the same for all
+//!   pairs, and can be tabulated once by evaluating the p-value at every
+//!   `S` (the computed p-value need not be monotone to the last bit, so a
+//!   threshold found by bisection is not exact). With ties it differs per
+//!   pair of tie patterns; `auto` switches between the exact and the
+//!   asymptotic p-value by `min(nd, n0 − nd)`, itself a function of `S`.
+//! - *Missing values.* `n` and the tie terms are those of the samples the
+//!   pair shares, known only per pair: no per-gene bound.
+//! - *q-values* depend on the p-values of all pairs (their rank among
+//!   them), so no bound on one pair's `S` follows from a `q_value`
+//!   comparison before all pairs are counted.
+//!
+//! This module takes every comparison of `p_value` or `q_value` as
+//! "unknown": `abs(tau) >= 0.8 AND p_value < 0.01` is bounded by its tau
+//! part, and `p_value < 0.01` alone is not bounded.
 //!
 //! # From tau to `S`, without a square root or a division per pair
 //!

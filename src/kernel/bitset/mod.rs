@@ -31,6 +31,9 @@
 //!
 //! Pairs are computed four rows at a time against a streamed column gene
 //! ([`Bitset::block`]), so each loaded column word serves four popcounts.
+//! Under a pushed-down filter that bounds tau ([`super::bound`]), the count
+//! runs in blocks of words and stops once the pair cannot pass
+//! ([`Bitset::block_bounded`]); the per-ISA loops are the same.
 //! Planes are padded to whole 512-bit registers: the SIMD paths have no tail
 //! and padding bits (zero in G, set in U) count as nothing.
 
