@@ -13,7 +13,7 @@
 //! table comes back to this library as itself, so it is still read in
 //! place, by this library. A table derived from it (a view, a filter, a
 //! `CREATE TABLE AS` copy) is not: it is read as its rows, like any table
-//! ([`super::own_scan`]).
+//! (see `own_scan` in the input module).
 //!
 //! The arrays are the caller's (Arrow buffers shared, not copied) and are
 //! checked when the table is made: ids unique and non-null, offsets
@@ -485,7 +485,7 @@ impl TableProvider for SparseTable {
 
 /// The scan of a [`SparseTable`]: its triples, in gene order (a Kendall
 /// query's load reads the table itself when its input is this scan, see
-/// [`SparseTable::of_scan`]).
+/// `SparseTable::of_scan`).
 #[derive(Debug)]
 pub struct SparseTableExec {
     table: Arc<Entries>,
