@@ -4,28 +4,18 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, AsArray};
-use datafusion::arrow::datatypes::Float64Type;
 use datafusion::physical_plan::{ExecutionPlan, collect};
 
-use crate::common::{ctx, kendall_exec, read_parquet};
+use crate::common::{ctx, kendall_exec, read_parquet, sorted_tau_bits};
 
 /// (gene_i, gene_j) -> tau bits of a (gene_i, gene_j, tau) result.
 fn rows(batches: &[datafusion::arrow::array::RecordBatch]) -> BTreeMap<(String, String), u64> {
-    let mut out = BTreeMap::new();
-    for b in batches {
-        let (gi, gj) = (
-            b.column(0).as_string::<i32>(),
-            b.column(1).as_string::<i32>(),
-        );
-        let tau = b.column(2).as_primitive::<Float64Type>();
-        for r in 0..b.num_rows() {
-            let key = (gi.value(r).to_string(), gj.value(r).to_string());
-            assert!(
-                out.insert(key, tau.value(r).to_bits()).is_none(),
-                "a pair twice"
-            );
-        }
-    }
+    let listed = sorted_tau_bits(batches);
+    let out: BTreeMap<_, _> = listed
+        .iter()
+        .map(|(i, j, t)| ((i.clone(), j.clone()), *t))
+        .collect();
+    assert_eq!(out.len(), listed.len(), "a pair twice");
     out
 }
 

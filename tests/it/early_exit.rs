@@ -259,29 +259,6 @@ fn write_genes(path: &std::path::Path, values: &[f64], g: usize, n: usize) {
     common::write_parquet(path, &batch);
 }
 
-/// The rows of `batches` as (gene_i, gene_j, tau bits), sorted.
-fn tau_bits(batches: &[datafusion::arrow::array::RecordBatch]) -> Vec<(String, String, u64)> {
-    use datafusion::arrow::array::AsArray;
-    use datafusion::arrow::datatypes::Float64Type;
-    let mut rows = Vec::new();
-    for b in batches {
-        let (gi, gj) = (
-            b.column(0).as_string::<i32>(),
-            b.column(1).as_string::<i32>(),
-        );
-        let tau = b.column(2).as_primitive::<Float64Type>();
-        for r in 0..b.num_rows() {
-            rows.push((
-                gi.value(r).to_string(),
-                gj.value(r).to_string(),
-                tau.value(r).to_bits(),
-            ));
-        }
-    }
-    rows.sort();
-    rows
-}
-
 /// In SQL, every kernel and instruction set: a pushed-down filter's rows
 /// are the unfiltered rows filtered afterwards, bit for bit; `EXPLAIN
 /// ANALYZE`'s metrics show the pairs stopped early and the share of words.
@@ -356,7 +333,7 @@ async fn filtered_rows_are_the_unfiltered_rows_filtered() {
                         .iter()
                         .map(|r| (r.0.clone(), r.1.clone(), r.2))
                         .collect();
-                    assert_eq!(tau_bits(&got), expected, "{what}, tau only");
+                    assert_eq!(common::sorted_tau_bits(&got), expected, "{what}, tau only");
                 }
                 // Metrics: the network filter stops pairs in the bit-plane
                 // and zero-inflated kernels; the share of words is shown.

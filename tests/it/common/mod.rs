@@ -245,6 +245,30 @@ pub fn sorted_bits(batches: &[RecordBatch]) -> Vec<RowBits> {
     rows
 }
 
+/// The rows of `batches` (which hold `gene_i`, `gene_j` and `tau`) as
+/// (gene_i, gene_j, tau bits), sorted.
+pub fn sorted_tau_bits(batches: &[RecordBatch]) -> Vec<(String, String, u64)> {
+    let mut rows = Vec::new();
+    for b in batches {
+        let column = |name: &str| {
+            b.column_by_name(name)
+                .unwrap_or_else(|| panic!("no column {name}"))
+        };
+        let (gi, gj) = (column("gene_i"), column("gene_j"));
+        let (gi, gj) = (gi.as_string::<i32>(), gj.as_string::<i32>());
+        let tau = column("tau").as_primitive::<Float64Type>();
+        for r in 0..b.num_rows() {
+            rows.push((
+                gi.value(r).to_string(),
+                gj.value(r).to_string(),
+                tau.value(r).to_bits(),
+            ));
+        }
+    }
+    rows.sort();
+    rows
+}
+
 /// CPU time the calling thread has run (wall time where there is no thread
 /// CPU clock): unlike wall time, not inflated while other processes hold
 /// the core, so a bound on a poll's work holds on a loaded machine.
