@@ -15,7 +15,7 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::{ExecutionPlan, StatisticsArgs, StatisticsContext};
 use futures::FutureExt;
 
-use crate::error::in_function;
+use crate::error::{Panicked, in_function, panicked, plan_error};
 use crate::exec::ScanConfig;
 use crate::filter::TauPredicate;
 use crate::gene_filter::GenePredicate;
@@ -60,10 +60,7 @@ pub(crate) async fn guard_panics<T>(
                 .map(|s| format!("'{s}'"))
                 .collect::<Vec<_>>()
                 .join(" or ");
-            plan_err!(
-                "cannot read {sources}: reading it panicked ({}); is it a valid file?",
-                input::panic_message(&*panic)
-            )
+            Err(plan_error(panicked(Panicked::Reading(&sources), &*panic)))
         })
         .map_err(|e| in_function(function, e))
 }

@@ -16,7 +16,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::metrics::Count;
 use futures::StreamExt;
 
-use super::data_error;
+use crate::error::data_error;
 // Up a floor, on purpose: between batches the reader asks the query's load
 // whether it is still wanted, so that a cancelled query stops reading.
 use crate::load::{Relay, checkpoint};

@@ -23,7 +23,7 @@ use datafusion::error::Result;
 use futures::TryStreamExt;
 
 use super::h5_kind::Hdf5Kind;
-use super::plan_error;
+use crate::error::plan_error;
 
 crate::option_enum::option_enum! {
     /// The file format of a location (`SET kendall.format = ...`).
@@ -264,7 +264,7 @@ async fn listing(
                         if files.is_empty() {
                             String::new()
                         } else {
-                            format!(" (found {})", super::short_list(files.iter()))
+                            format!(" (found {})", super::names::short_list(files.iter()))
                         }
                     )));
                 }
@@ -306,7 +306,7 @@ async fn listing(
             if files.is_empty() {
                 String::new()
             } else {
-                format!(" (found {})", super::short_list(files.iter()))
+                format!(" (found {})", super::names::short_list(files.iter()))
             }
         )));
     }

@@ -48,7 +48,7 @@ use datafusion::physical_plan::{
 };
 use rayon::prelude::*;
 
-use super::ExpressionMatrix;
+use super::matrix::ExpressionMatrix;
 use super::own_scan::{own_scan, own_table};
 use super::sparse::SparseValues;
 use crate::memory::{QueryMemory, Reservation, try_with_capacity};

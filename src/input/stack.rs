@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use datafusion::arrow::array::{Array, StringArray};
 use datafusion::error::{DataFusionError, Result};
 
-use super::{ExpressionMatrix, InputSpec};
+use super::matrix::ExpressionMatrix;
+use super::spec::InputSpec;
 use crate::memory::{QueryMemory, try_with_capacity};
 
 /// The left matrix's genes, then the right one's, on the samples both have

@@ -40,7 +40,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
 
-use super::ExpressionMatrix;
+use super::matrix::ExpressionMatrix;
 use super::own_scan::{own_scan, own_table};
 use super::sparse::SparseValues;
 use super::sparse_table::schema;

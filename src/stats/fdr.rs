@@ -48,11 +48,11 @@ use rayon::prelude::*;
 
 use super::pvalue::PValues;
 use crate::input::ListedPairs;
-use crate::input::{PairStats, RankedMatrix};
 use crate::kernel::bitset::BitPlanes;
 use crate::kernel::isa::Isa;
 use crate::kernel::{KernelKind, PairKernel, PairNumerator};
 use crate::memory::{Reservation, try_filled};
+use crate::rank::{PairStats, RankedMatrix};
 use crate::sort::sort_keys;
 use crate::work::{MAX_BLOCK_PAIRS, WorkSplit};
 
@@ -950,7 +950,7 @@ fn harmonic(m: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::GeneTies;
+    use crate::rank::GeneTies;
 
     /// scipy's algorithm on a plain list: sort, scale, running minimum, clip.
     fn reference(ps: &[f64], by: bool) -> Vec<f64> {

@@ -51,8 +51,8 @@ use hdf5_reader::{
 
 use self::grouping::Grid;
 use super::h5_kind::Hdf5Kind;
-use super::plan_error;
 use super::sparse_table::SparseTable;
+use crate::error::plan_error;
 use crate::memory::{QueryMemory, Reservation, ZeroBytes, try_zeroed};
 
 /// Bytes an id takes besides its text while it is read (its `String`, the

@@ -9,14 +9,15 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::error::Result;
 
-use super::Absent;
 use super::grow;
+use crate::error::{data_error, plan_error};
+use crate::input::matrix::ExpressionMatrix;
+use crate::input::missing::MissingValues;
+use crate::input::names::{ID_OVERHEAD, column_list, is_string, is_text};
+use crate::input::read::InputBatches;
 use crate::input::sparse::{RepeatedSample, SPARSE_MAX_DENSITY, SparseValues};
+use crate::input::spec::{Absent, Columns, InputSpec};
 use crate::input::values::{Exact, NumericColumn, ValueBuffer};
-use crate::input::{
-    Columns, ExpressionMatrix, ID_OVERHEAD, InputBatches, InputSpec, MissingValues, column_list,
-    data_error, is_string, is_text, plan_error,
-};
 use crate::memory::{Reservation, try_filled};
 
 /// Default column names of the long layout: gene, sample, value.

@@ -52,11 +52,12 @@ use rayon::prelude::*;
 
 use datafusion::error::Result;
 
+use super::PairNumerator;
 use super::bound::{ExitCounts, PairRange, SBound};
 use super::isa::Isa;
-use super::{PairNumerator, pair_count};
-use crate::input::{MISSING_RANK, RankedMatrix};
 use crate::memory::try_filled;
+use crate::rank::pair_count;
+use crate::rank::{MISSING_RANK, RankedMatrix};
 use ties::TiedPairs;
 
 /// Words (u64) per plane: enough for n0 bits, rounded up to 8 (one zmm).

@@ -1,17 +1,37 @@
 //! Rank transform: each gene once, before any pair is computed.
+//!
+//! An [`ExpressionMatrix`](crate::input::ExpressionMatrix) becomes a
+//! [`RankedMatrix`]: each gene's dense ranks, its samples in rank order and
+//! its ties ([`GeneTies`], the terms tau needs besides a pair's numerator),
+//! computed here once per gene instead of once per pair. A sparse matrix is
+//! ranked sparse (`sparse.rs`: each gene's non-zero samples in rank order,
+//! the zeros implicit). The kernels read the ranked matrix.
 
 use std::mem::size_of;
 
 use datafusion::error::Result;
 use rayon::prelude::*;
 
-// Up a floor, on purpose: ranking a gene fills in the tie terms tau needs
-// (the kernels' `GeneTies`), once per gene instead of once per pair.
-use crate::kernel::{GeneTies, pair_count};
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 
 mod sparse;
 pub use sparse::{DensePair, SparseGene};
+
+/// Number of sample pairs, `n0 = n(n-1)/2`.
+pub fn pair_count(samples: usize) -> u64 {
+    let n = samples as u64;
+    n * n.saturating_sub(1) / 2
+}
+
+/// What tau needs to know of one gene besides the pair's numerator;
+/// computed once per gene by [`RankedMatrix`] (see [`crate::kernel::tau`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GeneTies {
+    /// Tied sample pairs, `Σ t(t-1)/2` over groups of equal values.
+    pub tie_pairs: u64,
+    /// Number of distinct values.
+    pub distinct: u32,
+}
 
 /// Rank of a missing value: above every real rank, never equal to one.
 pub const MISSING_RANK: u32 = u32::MAX;
