@@ -5,9 +5,9 @@
 //! call's work begins — planning its scan, and running it — every error is
 //! named once, after the function the query called ([`in_function`]).
 //!
-//! The engine's errors are made here too: [`plan_error`] for what is found
-//! while a query is planned, [`data_error`] for what is found in the data
-//! as it is read, and [`panicked`] for a panic caught where a source is
+//! The engine's errors are made here too: `plan_error` for what is found
+//! while a query is planned, `data_error` for what is found in the data
+//! as it is read, and `panicked` for a panic caught where a source is
 //! read or a load runs.
 
 use datafusion::error::DataFusionError;

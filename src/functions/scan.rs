@@ -91,7 +91,7 @@ pub(crate) async fn plan_scan(
 ) -> Result<PlannedScan> {
     let config = state.config_options();
     let options = KendallOptions::from_config(config)?;
-    let source = input::source::resolve(state, source, options.format).await?;
+    let source = input::resolve(state, source, options.format).await?;
     // A 10x directory or a sparse table is sparse triples: the long
     // layout, absent entries 0.
     let (layout, absent) = if source.sparse {
@@ -142,6 +142,27 @@ pub(crate) async fn plan_scan(
     // partition take another's files.
     let input = input.with_preserve_order(true).unwrap_or(input);
     let spec = spec.with_rows(rows)?;
+    let scan = scan_config(function, state, &options, &spec, filters, limit)?;
+    Ok(PlannedScan {
+        spec: Arc::new(spec),
+        input,
+        config: scan,
+    })
+}
+
+/// The [`ScanConfig`] of a call of `function` over `spec`: the session's
+/// options, the pushed-down `filters` (those [`TauPredicate`] or
+/// [`GenePredicate`] accept) and `limit`, and the kernel planned when the
+/// shape is known now.
+fn scan_config(
+    function: &'static str,
+    state: &dyn Session,
+    options: &KendallOptions,
+    spec: &InputSpec,
+    filters: &[Expr],
+    limit: Option<usize>,
+) -> Result<ScanConfig> {
+    let config = state.config_options();
     let (predicate, gene_predicate) = predicates(filters);
     // Bit-planes may take kendall.memory_limit, and no more than the
     // session's memory pool can grant besides the ranks they are built
@@ -169,7 +190,7 @@ pub(crate) async fn plan_scan(
         (Some(genes), Some(samples)) => Some(kernel.for_shape(genes, samples)?),
         _ => None,
     };
-    let scan = ScanConfig {
+    Ok(ScanConfig {
         function,
         variant: options.variant,
         min_periods: options.min_periods.get(),
@@ -197,11 +218,6 @@ pub(crate) async fn plan_scan(
             .cloned()
             .collect(),
         cluster: on_cluster(config),
-    };
-    Ok(PlannedScan {
-        spec: Arc::new(spec),
-        input,
-        config: scan,
     })
 }
 

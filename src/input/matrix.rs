@@ -18,7 +18,7 @@ pub struct ExpressionMatrix {
     /// Empty when the matrix is `sparse`.
     pub values: Vec<f64>,
     /// Per value, what a 64-bit integer loses as f64 (`integer - value`, see
-    /// [`RankedMatrix::from_exact`]); empty when every value is exact.
+    /// [`RankedMatrix::from_exact`](crate::rank::RankedMatrix::from_exact)); empty when every value is exact.
     pub residuals: Vec<i16>,
     /// Sample ids, in column order of `values`, where the layout names its
     /// samples (`genes_as_rows`: the column names; `long`: the sample ids);

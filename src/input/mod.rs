@@ -2,22 +2,42 @@
 //! checked and loaded.
 //!
 //! The source is a table or view registered in the session, or a location
-//! (file, directory, glob or URL) in Parquet, CSV or TSV ([`source`]); a URL's
-//! object store is set up on first use (`stores`; cloud stores need the
-//! `cloud` feature); a 10x Genomics directory, or an AnnData `.h5ad` or 10x
-//! `.h5` file (`h5`, feature `hdf5`), is a sparse matrix. With
-//! the default layout it holds one row per gene: a gene-id column (named by
-//! the caller, else the first string column) and every other column one
-//! sample of any integer or floating-point type.
+//! (file, directory, glob or URL) in Parquet, CSV or TSV; a 10x Genomics
+//! directory, or an AnnData `.h5ad` or 10x `.h5` file (feature `hdf5`), is
+//! a sparse matrix ([`formats`]). With the default layout it holds one row
+//! per gene: a gene-id column (named by the caller, else the first string
+//! column) and every other column one sample of any integer or
+//! floating-point type.
 //!
 //! The schema is checked when the query is planned ([`inspect`]); the values
 //! are read from the DataFusion plan of the source and checked once per
 //! query, when it runs ([`load`]). Every problem is a `DataFusionError`
 //! naming the source, column or gene.
+//!
+//! The files, in the order a query meets them:
+//! - [`formats`]: the one place a source is resolved ([`resolve`]), and the
+//!   formats, one file each (a registered table, 10x directories, HDF5
+//!   files, Parquet / CSV / TSV locations); `stores`: a URL's object store,
+//!   set up on first use (cloud stores need the `cloud` feature);
+//! - `spec`: the layout options and a checked [`InputSpec`]; `layouts/`:
+//!   each layout's check of a schema and its read of the batches;
+//! - `read`: the source's batches as a load reads them ([`InputBatches`]),
+//!   memory reserved as they arrive;
+//! - `values` and `missing`: one value of a column, checked as
+//!   `kendall.missing` says; `names`: text columns, names in messages;
+//! - `matrix`: the [`ExpressionMatrix`] a load builds; [`sparse`]: its
+//!   non-zero values by gene, for an input that is mostly zeros;
+//! - [`sparse_table`]: an in-memory sparse table (Python's sparse matrices,
+//!   `.h5ad` files), read in place when it is the input itself
+//!   (`own_scan`: this library's own providers and plans, also through the
+//!   FFI);
+//! - `listwise`: listwise deletion (`kendall.missing = 'complete'`);
+//!   `stack`: the two matrices of cross pairs as one; [`pair_list`]: a
+//!   candidate list's pairs.
+//!
+//! Ranking the loaded matrix is [`crate::rank`]'s.
 
-#[cfg(feature = "hdf5")]
-mod h5;
-mod h5_kind;
+pub mod formats;
 mod layouts;
 mod listwise;
 mod matrix;
@@ -26,20 +46,19 @@ mod names;
 mod own_scan;
 pub mod pair_list;
 mod read;
-pub mod source;
 pub mod sparse;
 pub mod sparse_table;
 mod spec;
 pub(crate) mod stack;
 mod stores;
-pub mod tenx;
 mod values;
 
+pub use formats::tenx;
+pub use formats::{InputFormat, Resolved, resolve};
 pub use matrix::ExpressionMatrix;
 pub use missing::MissingValues;
 pub use pair_list::{ListedPairs, PairListSpec};
 pub use read::InputBatches;
-pub use source::InputFormat;
 pub use spec::{Absent, Columns, InputSpec, Layout};
 pub use stores::OnDemandStores;
 
@@ -140,7 +159,7 @@ fn load_unguarded(
         }
         if let Some(files) = batches.tenx_files() {
             batches.read_in_place();
-            return tenx::read_matrix(&files, memory);
+            return formats::tenx::read_matrix(&files, memory);
         }
     }
     batches.reserve_reader(memory)?;
