@@ -12,7 +12,8 @@ use super::dictionary::GeneDictionary;
 use super::top_k::TopCollector;
 use crate::gene_filter::{Anchors, ResolvedGenes, walked_anchors};
 use crate::input::{
-    self, ExpressionMatrix, InputBatches, InputSpec, ListedPairs, MissingValues, PairListSpec,
+    self, ExpressionMatrix, InputBatches, InputSpec, ListedPairs, MatrixValues, MissingValues,
+    PairListSpec,
 };
 use crate::kernel::KernelKind;
 use crate::kernel::bitset::BitPlanes;
@@ -196,16 +197,14 @@ fn rank(
     let decision = kernel_plan.for_shape(genes, loaded.samples)?;
     let shape = format!("{genes} genes x {} samples", loaded.samples);
     let mut ranks_memory = memory.reserve(&format!("ranks and sample orders ({shape})"), 0)?;
-    let matrix = match &loaded.sparse {
+    let matrix = match &loaded.values {
         // Mostly zeros: ranks of the non-zero values only.
-        Some(sparse) => RankedMatrix::try_build_sparse(loaded.samples, sparse, &mut ranks_memory)?,
-        None => RankedMatrix::try_build(
-            genes,
-            loaded.samples,
-            &loaded.values,
-            &loaded.residuals,
-            &mut ranks_memory,
-        )?,
+        MatrixValues::Sparse(sparse) => {
+            RankedMatrix::try_build_sparse(loaded.samples, sparse, &mut ranks_memory)?
+        }
+        MatrixValues::Dense { values, residuals } => {
+            RankedMatrix::try_build(genes, loaded.samples, values, residuals, &mut ranks_memory)?
+        }
     };
     drop(loaded);
     checkpoint()?;

@@ -3,7 +3,7 @@
 
 use datafusion::error::Result;
 
-use super::matrix::ExpressionMatrix;
+use super::matrix::{ExpressionMatrix, MatrixValues};
 use crate::error::data_error;
 
 impl ExpressionMatrix {
@@ -16,11 +16,14 @@ impl ExpressionMatrix {
     pub fn keep_complete_samples(&mut self, what: &str) -> Result<usize> {
         let n = self.samples;
         // A sparse matrix has no missing value (see `input::sparse`).
-        if n == 0 || self.sparse.is_some() {
+        let MatrixValues::Dense { values, .. } = &self.values else {
+            return Ok(0);
+        };
+        if n == 0 {
             return Ok(0);
         }
         let mut keep = vec![true; n];
-        for row in self.values.chunks(n) {
+        for row in values.chunks(n) {
             for (k, x) in row.iter().enumerate() {
                 if x.is_nan() {
                     keep[k] = false;
@@ -29,25 +32,28 @@ impl ExpressionMatrix {
         }
         let kept: Vec<usize> = (0..n).filter(|&k| keep[k]).collect();
         if kept.is_empty() {
-            return Err(self.no_complete_sample(what));
+            return Err(self.no_complete_sample(values, what));
         }
         if kept.len() == n {
             return Ok(0);
         }
+        let MatrixValues::Dense { values, residuals } = &mut self.values else {
+            unreachable!("dense, as matched above");
+        };
         // Compacted in place: a value moves only towards the front.
         let mut w = 0;
-        for g in 0..self.values.len() / n {
+        for g in 0..values.len() / n {
             for &k in &kept {
-                self.values[w] = self.values[g * n + k];
-                if !self.residuals.is_empty() {
-                    self.residuals[w] = self.residuals[g * n + k];
+                values[w] = values[g * n + k];
+                if !residuals.is_empty() {
+                    residuals[w] = residuals[g * n + k];
                 }
                 w += 1;
             }
         }
-        self.values.truncate(w);
-        if !self.residuals.is_empty() {
-            self.residuals.truncate(w);
+        values.truncate(w);
+        if !residuals.is_empty() {
+            residuals.truncate(w);
         }
         if !self.sample_ids.is_empty() {
             self.sample_ids = kept.iter().map(|&k| self.sample_ids[k].clone()).collect();
@@ -56,10 +62,11 @@ impl ExpressionMatrix {
         Ok(n - kept.len())
     }
 
-    /// The error of a listwise deletion that left no sample of `what`.
-    fn no_complete_sample(&self, what: &str) -> datafusion::error::DataFusionError {
+    /// The error of a listwise deletion that left no sample of `what`
+    /// (whose dense values are `values`).
+    fn no_complete_sample(&self, values: &[f64], what: &str) -> datafusion::error::DataFusionError {
         let n = self.samples;
-        let rows = || self.values.chunks(n).enumerate();
+        let rows = || values.chunks(n).enumerate();
         let cause = match rows().find(|(_, row)| row.iter().all(|x| x.is_nan())) {
             Some((g, _)) => format!(
                 "gene '{}' is missing in all {n} samples",
@@ -106,7 +113,9 @@ mod tests {
         );
         assert_eq!(m.keep_complete_samples("x").unwrap(), 2);
         assert_eq!(m.samples, 2);
-        assert_eq!(m.values, vec![1.0, 3.0, 5.0, 7.0]);
+        assert!(
+            matches!(&m.values, MatrixValues::Dense { values, .. } if *values == [1.0, 3.0, 5.0, 7.0])
+        );
         assert_eq!(m.sample_ids, vec!["s0".to_string(), "s2".to_string()]);
         assert_eq!(m.keep_complete_samples("x").unwrap(), 0);
     }

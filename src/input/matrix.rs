@@ -3,7 +3,7 @@
 use datafusion::arrow::array::{Array, StringArray};
 use datafusion::error::Result;
 
-use super::sparse;
+use super::sparse::{SPARSE_MAX_DENSITY, SparseValues};
 use super::values::ValueBuffer;
 use crate::memory::{QueryMemory, Reservation};
 
@@ -14,22 +14,34 @@ pub struct ExpressionMatrix {
     pub genes: StringArray,
     /// Number of samples per gene.
     pub samples: usize,
-    /// genes × samples values, row-major; finite, or NaN where missing.
-    /// Empty when the matrix is `sparse`.
-    pub values: Vec<f64>,
-    /// Per value, what a 64-bit integer loses as f64 (`integer - value`, see
-    /// [`RankedMatrix::from_exact`](crate::rank::RankedMatrix::from_exact)); empty when every value is exact.
-    pub residuals: Vec<i16>,
-    /// Sample ids, in column order of `values`, where the layout names its
-    /// samples (`genes_as_rows`: the column names; `long`: the sample ids);
-    /// empty for `genes_as_columns`, whose samples are rows without names.
+    /// The values, dense or by gene.
+    pub values: MatrixValues,
+    /// Sample ids, in column order of the values, where the layout names
+    /// its samples (`genes_as_rows`: the column names; `long`: the sample
+    /// ids); empty for `genes_as_columns`, whose samples are rows without
+    /// names.
     pub sample_ids: Vec<String>,
-    /// The non-zero values, for an input read with absent entries as zeros
-    /// that is mostly zeros (`values` and `residuals` are then empty).
-    pub sparse: Option<sparse::SparseValues>,
-    /// The memory pool reservation of `values` and `residuals` (or of
-    /// `sparse`), released with them.
+    /// The memory pool reservation of the values, released with them.
     _reservation: Reservation,
+}
+
+/// The values of an [`ExpressionMatrix`]: every value, or only the
+/// non-zero ones.
+#[derive(Debug)]
+pub enum MatrixValues {
+    /// genes × samples values, row-major; finite, or NaN where missing.
+    Dense {
+        /// The values.
+        values: Vec<f64>,
+        /// Per value, what a 64-bit integer loses as f64 (`integer -
+        /// value`, see
+        /// [`RankedMatrix::from_exact`](crate::rank::RankedMatrix::from_exact));
+        /// empty when every value is exact.
+        residuals: Vec<i16>,
+    },
+    /// The non-zero values by gene, for an input read with absent entries
+    /// as zeros that is mostly zeros (no value is missing).
+    Sparse(SparseValues),
 }
 
 impl ExpressionMatrix {
@@ -42,10 +54,11 @@ impl ExpressionMatrix {
         Self {
             genes,
             samples,
-            values: buffer.values,
-            residuals: buffer.residuals,
+            values: MatrixValues::Dense {
+                values: buffer.values,
+                residuals: buffer.residuals,
+            },
             sample_ids,
-            sparse: None,
             _reservation: buffer.reservation,
         }
     }
@@ -62,39 +75,36 @@ impl ExpressionMatrix {
         Self {
             genes,
             samples: sample_ids.len(),
-            values,
-            residuals,
+            values: MatrixValues::Dense { values, residuals },
             sample_ids,
-            sparse: None,
             _reservation: reservation,
         }
     }
 
-    /// A sparse matrix (see [`sparse`]), reserved in `reservation`.
+    /// A sparse matrix (see [`sparse`](super::sparse)), reserved in
+    /// `reservation`.
     pub(crate) fn from_sparse(
         genes: StringArray,
         sample_ids: Vec<String>,
-        values: sparse::SparseValues,
+        values: SparseValues,
         reservation: Reservation,
     ) -> Self {
         Self {
             genes,
             samples: sample_ids.len(),
-            values: Vec::new(),
-            residuals: Vec::new(),
+            values: MatrixValues::Sparse(values),
             sample_ids,
-            sparse: Some(values),
             _reservation: reservation,
         }
     }
 
-    /// A sparse matrix kept sparse up to [`sparse::SPARSE_MAX_DENSITY`]
-    /// non-zero values, expanded above it (as the long layout holds one);
-    /// a dense one as it is.
+    /// A sparse matrix kept sparse up to [`SPARSE_MAX_DENSITY`] non-zero
+    /// values, expanded above it (as the long layout holds one); a dense
+    /// one as it is.
     pub(crate) fn dense_above_max_density(self, memory: &QueryMemory) -> Result<Self> {
         let cells = self.genes.len() as f64 * self.samples as f64;
-        match &self.sparse {
-            Some(s) if s.len() as f64 > sparse::SPARSE_MAX_DENSITY * cells => {
+        match &self.values {
+            MatrixValues::Sparse(s) if s.len() as f64 > SPARSE_MAX_DENSITY * cells => {
                 self.into_dense(memory)
             }
             _ => Ok(self),
@@ -104,7 +114,7 @@ impl ExpressionMatrix {
     /// The matrix with its values dense (a sparse one expanded, its
     /// values reserved in `memory` first); a dense one as it is.
     pub(crate) fn into_dense(self, memory: &QueryMemory) -> Result<Self> {
-        let Some(sparse) = &self.sparse else {
+        let MatrixValues::Sparse(sparse) = &self.values else {
             return Ok(self);
         };
         let cells = self.genes.len().saturating_mul(self.samples);

@@ -55,7 +55,7 @@ mod values;
 
 pub use formats::tenx;
 pub use formats::{InputFormat, Resolved, resolve};
-pub use matrix::ExpressionMatrix;
+pub use matrix::{ExpressionMatrix, MatrixValues};
 pub use missing::MissingValues;
 pub use pair_list::{ListedPairs, PairListSpec};
 pub use read::InputBatches;

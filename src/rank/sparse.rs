@@ -24,7 +24,7 @@ use datafusion::arrow::buffer::ScalarBuffer;
 use datafusion::error::Result;
 use rayon::prelude::*;
 
-use super::{GeneSummary, RankedMatrix, tally};
+use super::{GeneSummary, RankForm, RankedMatrix, tally};
 use crate::input::sparse::{GeneEntries, SparseValues};
 use crate::memory::{Reservation, try_filled, try_with_capacity, try_written_in_parts, try_zeroed};
 use crate::sort::{sort_keys, split_mut};
@@ -302,15 +302,13 @@ impl RankedMatrix {
         let matrix = Self {
             genes,
             samples,
-            ranks: Vec::new(),
-            order: Vec::new(),
             summaries,
             groups,
             group_start,
             valid: Vec::new(),
             mask_words: samples.div_ceil(64),
             any_two_valued,
-            sparse: Some(SparseRanks {
+            form: RankForm::Sparse(SparseRanks {
                 place,
                 cells,
                 ranks,
@@ -345,13 +343,15 @@ impl RankedMatrix {
     /// [`RankedMatrix::sparse_gene`]).
     #[inline]
     pub fn is_sparse(&self) -> bool {
-        self.sparse.is_some()
+        matches!(self.form, RankForm::Sparse(_))
     }
 
     /// Gene `g` of a sparse matrix; `None` for a dense one.
     #[inline]
     pub fn sparse_gene(&self, g: usize) -> Option<SparseGene<'_>> {
-        let s = self.sparse.as_ref()?;
+        let RankForm::Sparse(s) = &self.form else {
+            return None;
+        };
         let p = s.place[g];
         let range = p.range.0..p.range.1;
         let (cells, ranks) = if p.source == RANKED {
@@ -427,9 +427,7 @@ impl RankedMatrix {
                 .for_each(|(g, (r, o))| self.fill_dense(g, r, o));
         }
         let dense = Self {
-            ranks,
-            order,
-            sparse: None,
+            form: RankForm::Dense { ranks, order },
             ..self
         };
         reservation.shrink_to(dense.heap_bytes());
@@ -641,28 +639,34 @@ impl DensePair {
         let pair = self.matrix.get_or_insert_with(|| RankedMatrix {
             genes: 2,
             samples: n,
-            ranks: vec![0; 2 * n],
-            order: vec![0; 2 * n],
+            form: RankForm::Dense {
+                ranks: vec![0; 2 * n],
+                order: vec![0; 2 * n],
+            },
             summaries: vec![GeneSummary::default(); 2],
             groups: Vec::new(),
             group_start: vec![0; 3],
             valid: Vec::new(),
             mask_words: n.div_ceil(64),
             any_two_valued: false,
-            sparse: None,
         });
         if pair.samples != n {
             pair.samples = n;
             pair.mask_words = n.div_ceil(64);
-            pair.ranks = vec![0; 2 * n];
-            pair.order = vec![0; 2 * n];
+            pair.form = RankForm::Dense {
+                ranks: vec![0; 2 * n],
+                order: vec![0; 2 * n],
+            };
             self.held = [None, None];
         }
         for (slot, g) in [i, j].into_iter().enumerate() {
             if self.held[slot] != Some(g) {
+                let RankForm::Dense { ranks, order } = &mut pair.form else {
+                    unreachable!("a pair's ranks are dense");
+                };
                 let (r, o) = (
-                    &mut pair.ranks[slot * n..(slot + 1) * n],
-                    &mut pair.order[slot * n..(slot + 1) * n],
+                    &mut ranks[slot * n..(slot + 1) * n],
+                    &mut order[slot * n..(slot + 1) * n],
                 );
                 m.fill_dense(g, r, o);
                 pair.summaries[slot] = m.summaries[g];
