@@ -24,10 +24,10 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use datafusion_kendall::input::RankedMatrix;
 use datafusion_kendall::kernel::bitset::BitPlanes;
 use datafusion_kendall::kernel::isa::Isa;
 use datafusion_kendall::kernel::{KernelKind, PairKernel, PairNumerator};
+use datafusion_kendall::rank::RankedMatrix;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

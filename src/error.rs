@@ -4,8 +4,53 @@
 //! function's name: the same code serves every table function. Where a
 //! call's work begins — planning its scan, and running it — every error is
 //! named once, after the function the query called ([`in_function`]).
+//!
+//! The engine's errors are made here too: `plan_error` for what is found
+//! while a query is planned, `data_error` for what is found in the data
+//! as it is read, and `panicked` for a panic caught where a source is
+//! read or a load runs.
 
 use datafusion::error::DataFusionError;
+
+/// An error found while planning (an input's schema, a source that cannot
+/// be resolved); named after the table function the user called where the
+/// call's work begins.
+pub(crate) fn plan_error(msg: String) -> DataFusionError {
+    DataFusionError::Plan(msg)
+}
+
+/// An error in an input's data, found while reading it; named after the
+/// table function the user called where the call's work begins.
+pub(crate) fn data_error(msg: String) -> DataFusionError {
+    DataFusionError::Execution(msg)
+}
+
+/// What was running when a panic was caught (see [`panicked`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Panicked<'a> {
+    /// Reading the sources named (`'a.parquet'`, `table 'expr'`): a reader
+    /// of a corrupt file panicked.
+    Reading(&'a str),
+    /// A load, of the input named (`the input`, `an input`).
+    Loading(&'a str),
+}
+
+/// The message of a panic caught while `context` ran, with the text of its
+/// `payload`; the caller makes it an error of the kind its stage raises
+/// ([`plan_error`] while planning, [`data_error`] while loading).
+pub(crate) fn panicked(context: Panicked<'_>, payload: &(dyn std::any::Any + Send)) -> String {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default();
+    match context {
+        Panicked::Reading(sources) => {
+            format!("cannot read {sources}: reading it panicked ({message}); is it a valid file?")
+        }
+        Panicked::Loading(input) => format!("loading {input} panicked: {message}"),
+    }
+}
 
 /// `e` as raised inside the table function `function`: its message begins
 /// with the function's name. Errors of other kinds (Arrow, I/O, ...) are
@@ -44,5 +89,19 @@ mod tests {
             DataFusionError::Shared(std::sync::Arc::new(DataFusionError::Execution("y".into())));
         let e = in_function("kendall_top_partners", shared);
         assert!(matches!(&e, DataFusionError::Execution(m) if m == "kendall_top_partners: y"));
+    }
+
+    #[test]
+    fn panic_messages() {
+        let payload: Box<dyn std::any::Any + Send> = Box::new("shift left");
+        assert_eq!(
+            panicked(Panicked::Reading("'a.parquet'"), &*payload),
+            "cannot read 'a.parquet': reading it panicked (shift left); is it a valid file?"
+        );
+        let payload: Box<dyn std::any::Any + Send> = Box::new(String::from("out of bounds"));
+        assert_eq!(
+            panicked(Panicked::Loading("the input"), &*payload),
+            "loading the input panicked: out of bounds"
+        );
     }
 }

@@ -53,6 +53,7 @@ pub mod load;
 pub mod memory;
 pub mod options;
 pub mod pace;
+pub mod rank;
 pub mod schema;
 pub mod sort;
 pub mod stats;

@@ -35,6 +35,8 @@ use datafusion::physical_plan::metrics::Count;
 use std::future::Future;
 use tokio::sync::{mpsc, watch};
 
+use crate::error::{Panicked, data_error, panicked};
+
 /// What waiters of one run of the load learn when it ends.
 #[derive(Debug, Clone)]
 enum Ended {
@@ -68,12 +70,11 @@ type Jobs = tokio::sync::Mutex<mpsc::UnboundedReceiver<Job>>;
 /// tables) must be executed there: its operators (a `RepartitionExec`)
 /// start tasks on the Tokio runtime of the thread they run on, and on the
 /// load's thread there is none of the host's, a panic that cannot unwind
-/// through the FFI and aborts the process. [`InputBatches`] hands each
+/// through the FFI and aborts the process. The input's batches (the
+/// input module's `InputBatches`) hand each
 /// `execute` and each batch of such a plan to the load's relay
 /// ([`relay`]); every partition waiting in [`SharedLoad::get`] serves the
 /// relay, one at a time, while it waits.
-///
-/// [`InputBatches`]: crate::input::InputBatches
 #[derive(Debug, Clone)]
 pub struct Relay {
     jobs: mpsc::UnboundedSender<Job>,
@@ -307,9 +308,9 @@ impl<T: Send + Sync + 'static> SharedLoad<T> {
         let result = with_relay(Some(relay), || {
             with_stop_flag(&stop, || {
                 catch_unwind(AssertUnwindSafe(work)).unwrap_or_else(|panic| {
-                    Err(DataFusionError::Execution(format!(
-                        "loading the input panicked: {}",
-                        crate::input::panic_message(&*panic)
+                    Err(data_error(panicked(
+                        Panicked::Loading("the input"),
+                        &*panic,
                     )))
                 })
             })
@@ -477,10 +478,7 @@ where
 fn guarded<T>(flags: Vec<Arc<AtomicBool>>, f: impl FnOnce() -> Result<T>) -> Result<T> {
     with_stop_flags(flags, || {
         catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-            Err(DataFusionError::Execution(format!(
-                "loading an input panicked: {}",
-                crate::input::panic_message(&*panic)
-            )))
+            Err(data_error(panicked(Panicked::Loading("an input"), &*panic)))
         })
     })
 }

@@ -1,5 +1,5 @@
 //! Sorting keys with their entries: [`sort_keys`], used to rank a gene's
-//! values (`input/rank/sparse.rs`) and to order a candidate list's
+//! values (`rank/sparse.rs`) and to order a candidate list's
 //! p-values (`stats/fdr.rs`).
 
 use std::ops::Range;

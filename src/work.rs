@@ -14,8 +14,9 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use crate::gene_filter::Side;
-use crate::input::{ListedPairs, RankedMatrix};
+use crate::input::ListedPairs;
 use crate::kernel::{PairKernel, PairNumerator};
+use crate::rank::RankedMatrix;
 use crate::tiles::TileGrid;
 
 /// Rows computed per kernel call at most (the bitset kernel's register block).

@@ -12,7 +12,8 @@
 //! - [`config`]: what a scan computes, fixed at planning ([`ScanConfig`]);
 //! - [`node`]: the plan node ([`KendallExec`]) and how it runs a partition;
 //! - `prepare`: the input loaded, ranked and split into work, once per query;
-//! - `stream`: one partition's pairs turned into batches;
+//! - `stream`: one partition's pairs turned into batches, their rows
+//!   built by `rows`;
 //! - [`top_k`]: `kendall_top_partners`' bounded per-gene state;
 //! - `dictionary`: dictionary-typed gene columns;
 //! - [`slices`]: which tile ranges a cluster task computes;
@@ -23,6 +24,7 @@ mod dictionary;
 pub mod node;
 mod prepare;
 pub mod progress;
+mod rows;
 pub mod slices;
 mod stream;
 pub mod top_k;

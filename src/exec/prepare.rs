@@ -11,11 +11,15 @@ use super::ScanConfig;
 use super::dictionary::GeneDictionary;
 use super::top_k::TopCollector;
 use crate::gene_filter::{Anchors, ResolvedGenes, walked_anchors};
-use crate::input::{self, InputBatches, InputSpec, MissingValues, PairListSpec, RankedMatrix};
+use crate::input::{
+    self, ExpressionMatrix, InputBatches, InputSpec, ListedPairs, MatrixValues, MissingValues,
+    PairListSpec,
+};
 use crate::kernel::KernelKind;
 use crate::kernel::bitset::BitPlanes;
 use crate::load::checkpoint;
 use crate::memory::{QueryMemory, Reservation};
+use crate::rank::RankedMatrix;
 use crate::schema::GeneIds;
 use crate::stats::fdr::{CountingPass, QValues};
 use crate::stats::pvalue::PValues;
@@ -55,6 +59,11 @@ pub(super) struct Prepared {
 /// Values, ranks and planes are reserved in `memory` before they are built.
 /// Stops between stages (and between the batches it reads) when the query
 /// no longer wants it ([`checkpoint`]).
+///
+/// A straight pipeline of named stages, each returning what it built and
+/// the memory reservation that holds it: [`load_inputs`], [`rank`],
+/// [`bit_planes`], [`read_pair_list`], [`split_work`], [`p_values`],
+/// [`q_values`].
 pub(super) fn prepare(
     spec: &InputSpec,
     batches: InputBatches,
@@ -64,181 +73,34 @@ pub(super) fn prepare(
     (wants_p, wants_q): (bool, bool),
     memory: &QueryMemory,
 ) -> Result<Prepared> {
-    // kendall_cross_pairs: the right genes below the left ones, on the
-    // samples both have. The two inputs are read side by side, or, under a
-    // memory limit, one after the other (what reading one holds is then
-    // freed before the other is read).
-    let right_what = right.as_ref().map(|(s, _)| s.what.clone());
-    let (loaded, cross) = match right {
-        Some((right_spec, right_batches)) => {
-            let left = || input::load(spec, batches, memory);
-            let right = || input::load(right_spec, right_batches, memory);
-            let (loaded, right) = if memory.is_limited() {
-                let loaded = left()?;
-                checkpoint()?;
-                (loaded, right()?)
-            } else {
-                crate::load::join(left, right)?
-            };
-            checkpoint()?;
-            let left_genes = loaded.genes.len();
-            let stacked = input::stack::stack(loaded, spec, right, right_spec, memory)?;
-            let right_genes = stacked.genes.len() - left_genes;
-            (stacked, Some((left_genes, right_genes)))
-        }
-        None => {
-            let loaded = input::load(spec, batches, memory)?;
-            checkpoint()?;
-            (loaded, None)
-        }
-    };
-    // Listwise deletion: only samples every gene (of both sides) has.
-    let mut loaded = loaded;
-    if spec.missing == MissingValues::Complete {
-        let what = match right_what {
-            Some(right) => format!("{} and {right}", spec.what),
-            None => spec.what.clone(),
-        };
-        loaded.keep_complete_samples(&what)?;
-    }
+    let (loaded, cross) = load_inputs(spec, batches, right, memory)?;
     let propagate = spec.missing == MissingValues::Propagate;
     let gene_ids = loaded.genes.clone();
-    let genes = gene_ids.len();
-    // q-values take a pass over every pair, gene filters or not: the
-    // kernel is chosen for all of them.
-    let mut kernel_plan = config.kernel.clone();
-    if wants_q {
-        kernel_plan.anchors = None;
-    }
-    let decision = kernel_plan.for_shape(genes, loaded.samples)?;
-    let shape = format!("{genes} genes x {} samples", loaded.samples);
-    let mut ranks_memory = memory.reserve(&format!("ranks and sample orders ({shape})"), 0)?;
-    let matrix = match &loaded.sparse {
-        // Mostly zeros: ranks of the non-zero values only.
-        Some(sparse) => RankedMatrix::try_build_sparse(loaded.samples, sparse, &mut ranks_memory)?,
-        None => RankedMatrix::try_build(
-            genes,
-            loaded.samples,
-            &loaded.values,
-            &loaded.residuals,
-            &mut ranks_memory,
-        )?,
-    };
-    // The values (and their reservation) are no longer needed once ranked.
-    drop(loaded);
+    let (matrix, kernel, ranks_memory) = rank(loaded, config, wants_q, memory)?;
     checkpoint()?;
-    // `auto` switches to the zero-inflated kernel where the data is.
-    let kernel = kernel_plan.for_data(decision, &matrix);
-    // The bit-planes are built from dense ranks (and take more).
-    let matrix = if kernel == KernelKind::Bitset {
-        matrix.try_into_dense(&mut ranks_memory)?
-    } else {
-        matrix
-    };
-    let mut planes_memory = memory.reserve(&format!("bit-planes ({shape})"), 0)?;
-    let planes = if kernel == KernelKind::Bitset {
-        let bytes = crate::kernel::bitset::plane_bytes(genes, matrix.samples());
-        planes_memory.try_grow(usize::try_from(bytes).unwrap_or(usize::MAX))?;
-        Some(Arc::new(BitPlanes::try_build(&matrix)?))
-    } else {
-        None
-    };
+    let (planes, planes_memory) = bit_planes(&matrix, kernel, memory)?;
     checkpoint()?;
-    let positions = |names: &BTreeSet<String>| -> Vec<u32> {
-        let mut found: Vec<u32> = (0..genes)
-            .filter(|&g| names.contains(gene_ids.value(g)))
-            .map(|g| g as u32)
-            .collect();
-        found.sort_unstable();
-        found
-    };
-    // kendall_candidate_pairs: the listed pairs, found among the genes (the
-    // first id among the left genes, the second among the right ones).
-    let mut list_memory = memory.reserve("candidate pairs", 0)?;
-    let listed = match pair_list {
-        Some((list, batches)) => {
-            let (first, second) = match cross {
-                Some((left, right)) => (0..left, left..left + right),
-                None => (0..genes, 0..genes),
-            };
-            let (pairs, reserved) = list.read(batches, &gene_ids, first, second, memory)?;
-            list_memory = reserved;
-            checkpoint()?;
-            Some(Arc::new(pairs))
-        }
-        None => None,
-    };
-    // Anchors as gene positions: cross pairs' `gene_i` anchors among the
-    // left genes, `gene_j` ones among the right (a name both sides hold is
-    // on both).
-    let left = cross.map(|(left, _)| left);
-    let sided = |(i, j): &Anchors| -> (Vec<u32>, Vec<u32>) {
-        let (mut anchor_i, mut anchor_j) = (positions(i), positions(j));
-        if let Some(left) = left {
-            anchor_i.retain(|&g| (g as usize) < left);
-            anchor_j.retain(|&g| (g as usize) >= left);
-        }
-        (anchor_i, anchor_j)
-    };
-    // Of the two sides of an AND, the one with fewer pairs to walk.
-    let walked = |anchors: &Anchors| -> u64 {
-        let (anchor_i, anchor_j) = sided(anchors);
-        WorkSplit::anchor_pairs(genes, &anchor_i, &anchor_j, left)
-    };
-    let anchors = walked_anchors(config.gene_predicate.as_deref(), listed.is_some(), &walked);
-    let mut work = match (&listed, cross, anchors) {
-        (Some(pairs), _, _) => WorkSplit::listed(Arc::clone(pairs), config.partitions),
-        (None, _, Some(anchors)) => {
-            let (anchor_i, anchor_j) = sided(&anchors);
-            WorkSplit::anchors(genes, &anchor_i, &anchor_j, left, config.partitions)
-        }
-        (None, Some((left, right)), None) => WorkSplit::cross(left, right, config.partitions),
-        (None, None, None) => WorkSplit::tiles(genes, config.tile_size, config.partitions),
-    };
+    let (listed, list_memory) = read_pair_list(pair_list, cross, &gene_ids, memory)?;
+    let work = split_work(config, &gene_ids, cross, listed.as_ref());
     let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
-    let mut q_memory = memory.reserve("q-values", 0)?;
-    let mut kept_memory = memory.reserve("candidate pairs' numerators", 0)?;
-    let mut p_memory = memory.reserve(
-        &format!("exact p-value distribution ({} samples)", matrix.samples()),
-        0,
-    )?;
-    let pvalues = if wants_p {
-        Some(PValues::try_new(
-            config.pvalue_options(),
-            matrix.samples(),
-            &mut p_memory,
-        )?)
-    } else {
-        None
-    };
+    let (pvalues, p_memory) = p_values(config, wants_p, matrix.samples(), memory)?;
     checkpoint()?;
-    let qvalues = match (&pvalues, wants_q) {
-        (Some(pvalues), true) => {
-            let counted = CountingPass {
-                matrix: &matrix,
-                kernel,
-                isa: config.kernel.isa,
-                planes: planes.clone(),
-                min_periods: config.min_periods,
-                tile_size: config.tile_size,
-                cross,
-                listed: listed.clone(),
-                rank_sums: config.kernel.rank_sums(),
-                propagate,
-                stop: crate::load::stop_flag(),
-                pvalues,
-            }
-            .run(&mut q_memory, &mut kept_memory)?;
-            checkpoint()?;
-            // A candidate list's rows take the numerators this pass kept.
-            if let Some(listed) = &counted.listed {
-                work = work.with_numerators(Arc::clone(&listed.numerators));
-            }
-            let q = QValues::try_new(counted, pvalues, config.fdr, &mut q_memory)?;
-            Some(q)
-        }
-        _ => None,
+    let counting = |pvalues| CountingPass {
+        matrix: &matrix,
+        kernel,
+        isa: config.kernel.isa,
+        planes: planes.clone(),
+        min_periods: config.min_periods,
+        tile_size: config.tile_size,
+        cross,
+        listed: listed.clone(),
+        rank_sums: config.kernel.rank_sums(),
+        propagate,
+        stop: crate::load::stop_flag(),
+        pvalues,
     };
+    let for_q = pvalues.as_ref().filter(|_| wants_q);
+    let (qvalues, work, [q_memory, kept_memory]) = q_values(for_q, counting, config, work, memory)?;
     let top = config.top_k.map(|_| TopCollector::new(config.partitions));
     checkpoint()?;
     let dictionary = match config.gene_ids {
@@ -266,4 +128,235 @@ pub(super) fn prepare(
             list_memory,
         ],
     })
+}
+
+/// Stage 1, the input loaded: one matrix, or for `kendall_cross_pairs`
+/// two stacked (the right genes below the left ones, on the samples both
+/// have), with the two sides' gene counts; then listwise deletion when
+/// `kendall.missing = 'complete'`. The two inputs are read side by side,
+/// or, under a memory limit, one after the other (what reading one holds
+/// is then freed before the other is read). The matrix holds its own
+/// reservation.
+fn load_inputs(
+    spec: &InputSpec,
+    batches: InputBatches,
+    right: Option<(&InputSpec, InputBatches)>,
+    memory: &QueryMemory,
+) -> Result<(ExpressionMatrix, Option<(usize, usize)>)> {
+    let right_what = right.as_ref().map(|(s, _)| s.what.clone());
+    let (mut loaded, cross) = match right {
+        Some((right_spec, right_batches)) => {
+            let left = || input::load(spec, batches, memory);
+            let right = || input::load(right_spec, right_batches, memory);
+            let (loaded, right) = if memory.is_limited() {
+                let loaded = left()?;
+                checkpoint()?;
+                (loaded, right()?)
+            } else {
+                crate::load::join(left, right)?
+            };
+            checkpoint()?;
+            let left_genes = loaded.genes.len();
+            let stacked = input::stack::stack(loaded, spec, right, right_spec, memory)?;
+            let right_genes = stacked.genes.len() - left_genes;
+            (stacked, Some((left_genes, right_genes)))
+        }
+        None => {
+            let loaded = input::load(spec, batches, memory)?;
+            checkpoint()?;
+            (loaded, None)
+        }
+    };
+    // Listwise deletion: only samples every gene (of both sides) has.
+    if spec.missing == MissingValues::Complete {
+        let what = match right_what {
+            Some(right) => format!("{} and {right}", spec.what),
+            None => spec.what.clone(),
+        };
+        loaded.keep_complete_samples(&what)?;
+    }
+    Ok((loaded, cross))
+}
+
+/// Stage 2, the matrix ranked and the kernel decided: by shape (for every
+/// pair when q-values are read, gene filters or not), then by data (`auto`
+/// switches to the zero-inflated kernel where the data is); the bitset
+/// kernel's ranks dense. The values (and their reservation) are dropped
+/// once ranked; the ranks' reservation is returned.
+fn rank(
+    loaded: ExpressionMatrix,
+    config: &ScanConfig,
+    wants_q: bool,
+    memory: &QueryMemory,
+) -> Result<(RankedMatrix, KernelKind, Reservation)> {
+    let genes = loaded.genes.len();
+    let mut kernel_plan = config.kernel.clone();
+    if wants_q {
+        kernel_plan.anchors = None;
+    }
+    let decision = kernel_plan.for_shape(genes, loaded.samples)?;
+    let shape = format!("{genes} genes x {} samples", loaded.samples);
+    let mut ranks_memory = memory.reserve(&format!("ranks and sample orders ({shape})"), 0)?;
+    let matrix = match &loaded.values {
+        // Mostly zeros: ranks of the non-zero values only.
+        MatrixValues::Sparse(sparse) => {
+            RankedMatrix::try_build_sparse(loaded.samples, sparse, &mut ranks_memory)?
+        }
+        MatrixValues::Dense { values, residuals } => {
+            RankedMatrix::try_build(genes, loaded.samples, values, residuals, &mut ranks_memory)?
+        }
+    };
+    drop(loaded);
+    checkpoint()?;
+    let kernel = kernel_plan.for_data(decision, &matrix);
+    // The bit-planes are built from dense ranks (and take more).
+    let matrix = if kernel == KernelKind::Bitset {
+        matrix.try_into_dense(&mut ranks_memory)?
+    } else {
+        matrix
+    };
+    Ok((matrix, kernel, ranks_memory))
+}
+
+/// Stage 3, the bit-planes of the bitset kernel (none for the others), and
+/// their reservation.
+fn bit_planes(
+    matrix: &RankedMatrix,
+    kernel: KernelKind,
+    memory: &QueryMemory,
+) -> Result<(Option<Arc<BitPlanes>>, Reservation)> {
+    let shape = format!("{} genes x {} samples", matrix.genes(), matrix.samples());
+    let mut planes_memory = memory.reserve(&format!("bit-planes ({shape})"), 0)?;
+    let planes = if kernel == KernelKind::Bitset {
+        let bytes = crate::kernel::bitset::plane_bytes(matrix.genes(), matrix.samples());
+        planes_memory.try_grow(usize::try_from(bytes).unwrap_or(usize::MAX))?;
+        Some(Arc::new(BitPlanes::try_build(matrix)?))
+    } else {
+        None
+    };
+    Ok((planes, planes_memory))
+}
+
+/// Stage 4, `kendall_candidate_pairs`' list: the listed pairs found among
+/// `gene_ids` (the first id among the left genes, the second among the
+/// right ones), and their reservation.
+fn read_pair_list(
+    pair_list: Option<(&PairListSpec, InputBatches)>,
+    cross: Option<(usize, usize)>,
+    gene_ids: &StringArray,
+    memory: &QueryMemory,
+) -> Result<(Option<Arc<ListedPairs>>, Reservation)> {
+    let genes = gene_ids.len();
+    let mut list_memory = memory.reserve("candidate pairs", 0)?;
+    let listed = match pair_list {
+        Some((list, batches)) => {
+            let (first, second) = match cross {
+                Some((left, right)) => (0..left, left..left + right),
+                None => (0..genes, 0..genes),
+            };
+            let (pairs, reserved) = list.read(batches, gene_ids, first, second, memory)?;
+            list_memory = reserved;
+            checkpoint()?;
+            Some(Arc::new(pairs))
+        }
+        None => None,
+    };
+    Ok((listed, list_memory))
+}
+
+/// Stage 5, the pairs to compute split into partitions: the listed pairs,
+/// or the pairs touching a gene filter's anchors, or the cross rectangle,
+/// or the tiles of the triangle. Nothing is reserved.
+fn split_work(
+    config: &ScanConfig,
+    gene_ids: &StringArray,
+    cross: Option<(usize, usize)>,
+    listed: Option<&Arc<ListedPairs>>,
+) -> WorkSplit {
+    let genes = gene_ids.len();
+    let positions = |names: &BTreeSet<String>| -> Vec<u32> {
+        let mut found: Vec<u32> = (0..genes)
+            .filter(|&g| names.contains(gene_ids.value(g)))
+            .map(|g| g as u32)
+            .collect();
+        found.sort_unstable();
+        found
+    };
+    // Anchors as gene positions: cross pairs' `gene_i` anchors among the
+    // left genes, `gene_j` ones among the right (a name both sides hold is
+    // on both).
+    let left = cross.map(|(left, _)| left);
+    let sided = |(i, j): &Anchors| -> (Vec<u32>, Vec<u32>) {
+        let (mut anchor_i, mut anchor_j) = (positions(i), positions(j));
+        if let Some(left) = left {
+            anchor_i.retain(|&g| (g as usize) < left);
+            anchor_j.retain(|&g| (g as usize) >= left);
+        }
+        (anchor_i, anchor_j)
+    };
+    // Of the two sides of an AND, the one with fewer pairs to walk.
+    let walked = |anchors: &Anchors| -> u64 {
+        let (anchor_i, anchor_j) = sided(anchors);
+        WorkSplit::anchor_pairs(genes, &anchor_i, &anchor_j, left)
+    };
+    let anchors = walked_anchors(config.gene_predicate.as_deref(), listed.is_some(), &walked);
+    match (listed, cross, anchors) {
+        (Some(pairs), _, _) => WorkSplit::listed(Arc::clone(pairs), config.partitions),
+        (None, _, Some(anchors)) => {
+            let (anchor_i, anchor_j) = sided(&anchors);
+            WorkSplit::anchors(genes, &anchor_i, &anchor_j, left, config.partitions)
+        }
+        (None, Some((left, right)), None) => WorkSplit::cross(left, right, config.partitions),
+        (None, None, None) => WorkSplit::tiles(genes, config.tile_size, config.partitions),
+    }
+}
+
+/// Stage 6, the p-value tables when the query reads `p_value` or
+/// `q_value`, and the reservation of the exact distribution.
+fn p_values(
+    config: &ScanConfig,
+    wants_p: bool,
+    samples: usize,
+    memory: &QueryMemory,
+) -> Result<(Option<PValues>, Reservation)> {
+    let mut p_memory = memory.reserve(
+        &format!("exact p-value distribution ({samples} samples)"),
+        0,
+    )?;
+    let pvalues = if wants_p {
+        Some(PValues::try_new(
+            config.pvalue_options(),
+            samples,
+            &mut p_memory,
+        )?)
+    } else {
+        None
+    };
+    Ok((pvalues, p_memory))
+}
+
+/// Stage 7, every pair's q-value when the query reads `q_value` (then
+/// `pvalues` is `Some`): the `counting` pass over every pair, whose kept
+/// numerators a candidate list's rows then read (`work` takes them).
+/// Returns the reservations of the q-values and of the kept numerators.
+fn q_values<'a>(
+    pvalues: Option<&'a PValues>,
+    counting: impl FnOnce(&'a PValues) -> CountingPass<'a>,
+    config: &ScanConfig,
+    mut work: WorkSplit,
+    memory: &QueryMemory,
+) -> Result<(Option<QValues>, WorkSplit, [Reservation; 2])> {
+    let mut q_memory = memory.reserve("q-values", 0)?;
+    let mut kept_memory = memory.reserve("candidate pairs' numerators", 0)?;
+    let Some(pvalues) = pvalues else {
+        return Ok((None, work, [q_memory, kept_memory]));
+    };
+    let counted = counting(pvalues).run(&mut q_memory, &mut kept_memory)?;
+    checkpoint()?;
+    // A candidate list's rows take the numerators this pass kept.
+    if let Some(listed) = &counted.listed {
+        work = work.with_numerators(Arc::clone(&listed.numerators));
+    }
+    let q = QValues::try_new(counted, pvalues, config.fdr, &mut q_memory)?;
+    Ok((Some(q), work, [q_memory, kept_memory]))
 }

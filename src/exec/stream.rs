@@ -9,8 +9,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use datafusion::arrow::array::{ArrayRef, Float64Array, Int64Array, UInt32Array};
-use datafusion::arrow::buffer::NullBuffer;
+use datafusion::arrow::array::UInt32Array;
 use datafusion::arrow::compute::take;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
@@ -23,12 +22,13 @@ use futures::Stream;
 
 use super::ScanConfig;
 use super::prepare::Prepared;
+use super::rows::RowBuilder;
 use super::top_k::{EmitContext, TopPartners, TopRows};
 use crate::filter::{PairValues, TauPredicate};
-use crate::input::RankedMatrix;
 use crate::kernel::bound::SBound;
 use crate::kernel::{PairKernel, PairNumerator, Variant, tau};
 use crate::pace::{POLL_BUDGET, Pacer};
+use crate::rank::RankedMatrix;
 use crate::schema::pair_column;
 use crate::stats::fdr::LastContext;
 use crate::stats::pvalue::PValues;
@@ -92,20 +92,8 @@ pub(super) struct PairStream {
     pending_pos: usize,
     /// A candidate list's position of `pending[0]`.
     pending_listed: Option<usize>,
-    out_i: Vec<u32>,
-    out_j: Vec<u32>,
-    out_tau: Vec<f64>,
-    out_p: Vec<f64>,
-    out_q: Vec<f64>,
-    /// Whether each row's tau (and p-value) is non-null.
-    out_valid: Vec<bool>,
-    /// Samples each row's pair shares, when the query reads `n`.
-    out_n: Vec<i64>,
-    wants_n: bool,
-    /// The query reads the `p_value` column (filters aside).
-    keep_p: bool,
-    /// The query reads the `q_value` column (filters aside).
-    keep_q: bool,
+    /// The rows of the batch being built.
+    rows: RowBuilder,
     /// Block sizes and clock reads, by measured cost.
     pacer: Pacer,
     metrics: StreamMetrics,
@@ -143,9 +131,7 @@ impl PairStream {
             _ => None,
         };
         Ok(Self {
-            wants_n,
-            keep_p,
-            keep_q,
+            rows: RowBuilder::new([keep_p, keep_q, wants_n]),
             kernel: {
                 let kernel = PairKernel::new(
                     prepared.kernel,
@@ -176,13 +162,6 @@ impl PairStream {
             pending: Vec::new(),
             pending_pos: 0,
             pending_listed: None,
-            out_i: Vec::new(),
-            out_j: Vec::new(),
-            out_tau: Vec::new(),
-            out_p: Vec::new(),
-            out_q: Vec::new(),
-            out_valid: Vec::new(),
-            out_n: Vec::new(),
             pacer: Pacer::new(),
             metrics,
             top,
@@ -250,27 +229,23 @@ impl PairStream {
             }
             _ => f64::NAN,
         };
-        let before = self.out_tau.len();
+        let rows = &mut self.rows;
+        let before = rows.len();
         match &self.predicate {
-            None if !self.keep_q => {
-                self.out_i.extend(pairs.iter().map(|p| p.i));
-                self.out_j.extend(pairs.iter().map(|p| p.j));
-                self.out_tau
-                    .extend(pairs.iter().map(|p| pair_tau(m, variant, n, valid, p)));
+            None if !rows.keeps_q() => {
+                rows.extend_run(pairs, |p| pair_tau(m, variant, n, valid, p));
             }
             None => {
                 for (k, p) in pairs.iter().enumerate() {
-                    self.out_i.push(p.i);
-                    self.out_j.push(p.j);
-                    self.out_tau.push(pair_tau(m, variant, n, valid, p));
-                    self.out_q.push(q_of(k, p));
+                    let t = pair_tau(m, variant, n, valid, p);
+                    rows.push_in_run((p.i, p.j), t, || q_of(k, p));
                 }
             }
             // A NULL tau passes no comparison.
             Some(_) if !valid => {}
             // A filter on tau alone, nothing else to keep: the hot loop of a
             // thresholded network (most pairs fail), kept free of q.
-            Some(pred) if !self.filter_reads_q && !self.keep_q => {
+            Some(pred) if !self.filter_reads_q && !rows.keeps_q() => {
                 let mut rejected = 0;
                 for p in pairs {
                     // Pairs the bound proves fail: no tau (the others are
@@ -283,9 +258,7 @@ impl PairStream {
                     }
                     let t = pair_tau(m, variant, n, valid, p);
                     if pred.eval(&PairValues::tau(t)) {
-                        self.out_i.push(p.i);
-                        self.out_j.push(p.j);
-                        self.out_tau.push(t);
+                        rows.push_in_run((p.i, p.j), t, || f64::NAN);
                     }
                 }
                 self.metrics.bound_rejected.add(rejected);
@@ -305,21 +278,12 @@ impl PairStream {
                         values.q_value = *q.insert(q_of(k, p));
                     }
                     if pred.eval(&values) {
-                        self.out_i.push(p.i);
-                        self.out_j.push(p.j);
-                        self.out_tau.push(t);
-                        if self.keep_q {
-                            self.out_q.push(q.unwrap_or_else(|| q_of(k, p)));
-                        }
+                        rows.push_in_run((p.i, p.j), t, || q.unwrap_or_else(|| q_of(k, p)));
                     }
                 }
             }
         }
-        let added = self.out_tau.len() - before;
-        self.out_valid.resize(self.out_valid.len() + added, valid);
-        if self.wants_n {
-            self.out_n.resize(self.out_n.len() + added, n as i64);
-        }
+        rows.end_run(before, valid, n);
     }
 
     /// Whether [`PairStream::fill`] must stop before the next pair: the
@@ -334,7 +298,7 @@ impl PairStream {
         built: &mut usize,
         spacing: &mut usize,
     ) -> bool {
-        if self.out_tau.len() >= capacity {
+        if self.rows.len() >= capacity {
             return true;
         }
         if *built >= *spacing {
@@ -364,8 +328,10 @@ impl PairStream {
         // p-value read — takes a tight loop per run of pairs (`fill_plain`):
         // at tens of nanoseconds a pair, the general loop's checks cost as
         // much as the kernel.
-        let plain =
-            prepared.gene_filter.is_none() && !self.keep_p && !self.filter_reads_p && !m.any_gaps();
+        let plain = prepared.gene_filter.is_none()
+            && !self.rows.keeps_p()
+            && !self.filter_reads_p
+            && !m.any_gaps();
         loop {
             if plain {
                 while self.pending_pos < self.pending.len() {
@@ -375,7 +341,7 @@ impl PairStream {
                     // Pairs looked at, not rows kept, as below.
                     let run = (self.pending.len() - self.pending_pos)
                         .min(spacing - built)
-                        .min(capacity - self.out_tau.len());
+                        .min(capacity - self.rows.len());
                     self.fill_plain(m, run);
                     built += run;
                 }
@@ -388,99 +354,7 @@ impl PairStream {
                 let p = self.pending[self.pending_pos];
                 let position = self.pending_listed.map(|f| f + self.pending_pos);
                 self.pending_pos += 1;
-                if prepared
-                    .gene_filter
-                    .as_ref()
-                    .is_some_and(|g| !g.eval(p.i, p.j))
-                {
-                    continue;
-                }
-                // A pair of complete genes the bound proves fails: no
-                // statistics, no tau (not in top-partners mode, which has
-                // no bound).
-                if let Some(b) = &self.bound
-                    && !m.has_gaps(p.i as usize)
-                    && !m.has_gaps(p.j as usize)
-                    && b.surely_fails(p.i as usize, p.j as usize, p.s)
-                {
-                    self.metrics.bound_rejected.add(1);
-                    continue;
-                }
-                let stats = m.pair_stats(p.i as usize, p.j as usize);
-                // `kendall.missing = 'propagate'`: a pair touching a gene
-                // with a missing value is NaN (tau, p and q), as in scipy.
-                let propagated =
-                    prepared.propagate && (m.has_gaps(p.i as usize) || m.has_gaps(p.j as usize));
-                // Too few shared samples: tau and p-value are NULL, and so is
-                // every pushed-down comparison of them (the row never passes).
-                let valid = propagated || stats.n >= self.min_periods;
-                let t = if propagated {
-                    f64::NAN
-                } else if valid {
-                    tau(self.variant, p.s, stats.n, stats.u, stats.v)
-                } else {
-                    f64::NAN
-                };
-                // Top-partners mode: a pair with a tau is offered to both
-                // genes' bounded state, and never becomes a row here.
-                if let Some(top) = &mut self.top {
-                    if valid && !t.is_nan() {
-                        top.offer(p.i, p.j, t, p.s);
-                    }
-                    continue;
-                }
-                let p_value = || match &prepared.pvalues {
-                    Some(pv) if valid && !propagated => pv.p_value(
-                        stats.n,
-                        p.s,
-                        (stats.u, stats.u_variance),
-                        (stats.v, stats.v_variance),
-                    ),
-                    _ => f64::NAN,
-                };
-                let q_value = |last: &mut LastContext| match &prepared.qvalues {
-                    Some(q) if valid && !propagated => {
-                        q.q_value(last, (p.i as usize, p.j as usize), &stats, p.s, position)
-                    }
-                    _ => f64::NAN,
-                };
-                // A filter on tau alone is decided before any p-value is
-                // computed; p-values are then computed for kept rows only.
-                let (mut pv, mut qv) = (None, None);
-                let pass = match &self.predicate {
-                    None => true,
-                    Some(_) if !valid => false,
-                    Some(pred) => {
-                        let mut values = PairValues::tau(t);
-                        if self.filter_reads_p {
-                            values.p_value = *pv.insert(p_value());
-                        }
-                        if self.filter_reads_q {
-                            values.q_value = *qv.insert(q_value(&mut self.q_last));
-                        }
-                        pred.eval(&values)
-                    }
-                };
-                if pass {
-                    self.out_i.push(p.i);
-                    self.out_j.push(p.j);
-                    self.out_tau.push(t);
-                    self.out_valid.push(valid);
-                    // p-values, q-values and n are kept only when the query reads them.
-                    if self.keep_p {
-                        self.out_p.push(*pv.get_or_insert_with(p_value));
-                    }
-                    if self.keep_q {
-                        let q = match qv {
-                            Some(q) => q,
-                            None => q_value(&mut self.q_last),
-                        };
-                        self.out_q.push(q);
-                    }
-                    if self.wants_n {
-                        self.out_n.push(stats.n as i64);
-                    }
-                }
+                self.general_pair(&prepared, p, position);
                 // A p-value that needed a distribution of its own costs up
                 // to O(n³): not a row to count on the measured spacing.
                 if prepared.pvalues.is_some() && computed() != distributions {
@@ -488,83 +362,157 @@ impl PairStream {
                     spacing = 0;
                 }
             }
-            if self.out_tau.len() >= capacity || self.exhausted {
+            if self.rows.len() >= capacity || self.exhausted {
                 return;
             }
             let start = Instant::now();
             if start >= deadline {
                 return;
             }
-            self.pending.clear();
-            self.pending_pos = 0;
-            let more = self.cursor.compute_next(
-                &prepared.work,
-                m,
-                self.pacer.block_pairs(),
-                &mut self.kernel,
-                &mut self.pending,
-            );
-            self.pending_listed = self.cursor.listed_start();
-            // Pairs the kernel stopped under the filter's bound were
-            // computed (in part) but are not pending.
-            let exits = self.kernel.take_exits();
-            if exits.pairs > 0 {
-                self.metrics.early_exit_pairs.add(exits.pairs);
-                self.metrics.early_exit_words.add_part(exits.words_counted);
-                self.metrics.early_exit_words.add_total(exits.words_total);
-            }
-            if more {
-                let visited = self.pending.len() + exits.pairs;
-                self.pacer.block_done(visited, start, Instant::now());
+            if self.next_block(&prepared, start) {
                 built = 0;
-                self.metrics.pairs.add(visited);
-            } else {
-                self.exhausted = true;
             }
         }
     }
 
-    /// Turns the collected rows into a batch of the projected columns.
-    fn emit(&mut self) -> Result<RecordBatch> {
-        let rows = self.out_tau.len();
-        let genes = &self.prepared.genes;
-        let nulls = if self.out_valid.iter().all(|&v| v) {
-            None
+    /// One pending pair `p` (at `position` of a candidate list) through
+    /// the general loop of [`PairStream::fill`]: the gene filter, the
+    /// bound, the pair's statistics and tau; then offered to the top
+    /// partners, or turned into a row if it passes the pushed-down filter.
+    #[inline(always)]
+    fn general_pair(&mut self, prepared: &Prepared, p: PairNumerator, position: Option<usize>) {
+        let m = &prepared.matrix;
+        if prepared
+            .gene_filter
+            .as_ref()
+            .is_some_and(|g| !g.eval(p.i, p.j))
+        {
+            return;
+        }
+        // A pair of complete genes the bound proves fails: no
+        // statistics, no tau (not in top-partners mode, which has
+        // no bound).
+        if let Some(b) = &self.bound
+            && !m.has_gaps(p.i as usize)
+            && !m.has_gaps(p.j as usize)
+            && b.surely_fails(p.i as usize, p.j as usize, p.s)
+        {
+            self.metrics.bound_rejected.add(1);
+            return;
+        }
+        let stats = m.pair_stats(p.i as usize, p.j as usize);
+        // `kendall.missing = 'propagate'`: a pair touching a gene
+        // with a missing value is NaN (tau, p and q), as in scipy.
+        let propagated =
+            prepared.propagate && (m.has_gaps(p.i as usize) || m.has_gaps(p.j as usize));
+        // Too few shared samples: tau and p-value are NULL, and so is
+        // every pushed-down comparison of them (the row never passes).
+        let valid = propagated || stats.n >= self.min_periods;
+        let t = if propagated {
+            f64::NAN
+        } else if valid {
+            tau(self.variant, p.s, stats.n, stats.u, stats.v)
         } else {
-            Some(NullBuffer::from(self.out_valid.as_slice()))
+            f64::NAN
         };
-        let float = |values: &mut Vec<f64>| -> ArrayRef {
-            Arc::new(Float64Array::new(
-                std::mem::take(values).into(),
-                nulls.clone(),
-            ))
+        // Top-partners mode: a pair with a tau is offered to both
+        // genes' bounded state, and never becomes a row here.
+        if let Some(top) = &mut self.top {
+            if valid && !t.is_nan() {
+                top.offer(p.i, p.j, t, p.s);
+            }
+            return;
+        }
+        let p_value = || match &prepared.pvalues {
+            Some(pv) if valid && !propagated => pv.p_value(
+                stats.n,
+                p.s,
+                (stats.u, stats.u_variance),
+                (stats.v, stats.v_variance),
+            ),
+            _ => f64::NAN,
         };
-        let mut columns: Vec<ArrayRef> = Vec::with_capacity(self.projection.len());
-        let dictionary = self.prepared.dictionary.as_ref();
-        let gene = |indices: &mut Vec<u32>| -> Result<ArrayRef> {
-            let indices = std::mem::take(indices);
-            match dictionary {
-                Some(d) => d.column(indices),
-                None => Ok(take(genes, &UInt32Array::from(indices), None)?),
+        let q_value = |last: &mut LastContext| match &prepared.qvalues {
+            Some(q) if valid && !propagated => {
+                q.q_value(last, (p.i as usize, p.j as usize), &stats, p.s, position)
+            }
+            _ => f64::NAN,
+        };
+        // A filter on tau alone is decided before any p-value is
+        // computed; p-values are then computed for kept rows only.
+        let (mut pv, mut qv) = (None, None);
+        let pass = match &self.predicate {
+            None => true,
+            Some(_) if !valid => false,
+            Some(pred) => {
+                let mut values = PairValues::tau(t);
+                if self.filter_reads_p {
+                    values.p_value = *pv.insert(p_value());
+                }
+                if self.filter_reads_q {
+                    values.q_value = *qv.insert(q_value(&mut self.q_last));
+                }
+                pred.eval(&values)
             }
         };
-        for &c in &self.projection {
-            columns.push(match c {
-                pair_column::GENE_I => gene(&mut self.out_i)?,
-                pair_column::GENE_J => gene(&mut self.out_j)?,
-                pair_column::P_VALUE => float(&mut self.out_p),
-                pair_column::Q_VALUE => float(&mut self.out_q),
-                pair_column::N => Arc::new(Int64Array::from(std::mem::take(&mut self.out_n))),
-                _ => float(&mut self.out_tau),
-            });
+        if pass {
+            // p-values, q-values and n are kept only when the query reads them.
+            let q_last = &mut self.q_last;
+            self.rows.push(
+                (p.i, p.j),
+                t,
+                valid,
+                stats.n,
+                || *pv.get_or_insert_with(p_value),
+                || qv.unwrap_or_else(|| q_value(q_last)),
+            );
         }
-        self.out_i.clear();
-        self.out_j.clear();
-        self.out_tau.clear();
-        self.out_p.clear();
-        self.out_q.clear();
-        self.out_valid.clear();
-        self.out_n.clear();
+    }
+
+    /// Computes the partition's next block of pairs into `pending` (its
+    /// kernel started at `start`), recording the kernel's early exits;
+    /// whether there was one (else the partition is exhausted).
+    fn next_block(&mut self, prepared: &Prepared, start: Instant) -> bool {
+        let m = &prepared.matrix;
+        self.pending.clear();
+        self.pending_pos = 0;
+        let more = self.cursor.compute_next(
+            &prepared.work,
+            m,
+            self.pacer.block_pairs(),
+            &mut self.kernel,
+            &mut self.pending,
+        );
+        self.pending_listed = self.cursor.listed_start();
+        // Pairs the kernel stopped under the filter's bound were
+        // computed (in part) but are not pending.
+        let exits = self.kernel.take_exits();
+        if exits.pairs > 0 {
+            self.metrics.early_exit_pairs.add(exits.pairs);
+            self.metrics.early_exit_words.add_part(exits.words_counted);
+            self.metrics.early_exit_words.add_total(exits.words_total);
+        }
+        if more {
+            let visited = self.pending.len() + exits.pairs;
+            self.pacer.block_done(visited, start, Instant::now());
+            self.metrics.pairs.add(visited);
+        } else {
+            self.exhausted = true;
+        }
+        more
+    }
+
+    /// Turns the collected rows into a batch of the projected columns.
+    fn emit(&mut self) -> Result<RecordBatch> {
+        let rows = self.rows.len();
+        let genes = &self.prepared.genes;
+        let dictionary = self.prepared.dictionary.as_ref();
+        let columns = self
+            .rows
+            .take_columns(&self.projection, |indices| match dictionary {
+                Some(d) => d.column(indices),
+                None => Ok(take(genes, &UInt32Array::from(indices), None)?),
+            })?;
         if let Some(r) = &mut self.remaining {
             *r -= rows;
         }
@@ -585,15 +533,15 @@ impl Stream for PairStream {
         if this.top.is_some() || this.top_rows.is_some() {
             return this.poll_top(cx);
         }
-        if this.finished() && this.out_tau.is_empty() {
+        if this.finished() && this.rows.is_empty() {
             return Poll::Ready(None);
         }
         let compute = this.metrics.baseline.elapsed_compute().clone();
         let timer = compute.timer();
         let now = Instant::now();
         this.fill(now, now + POLL_BUDGET);
-        let full = this.out_tau.len() >= this.capacity();
-        if full || (this.finished() && !this.out_tau.is_empty()) {
+        let full = this.rows.len() >= this.capacity();
+        if full || (this.finished() && !this.rows.is_empty()) {
             let batch = this.emit();
             timer.done();
             return this.metrics.baseline.record_poll(Poll::Ready(Some(batch)));

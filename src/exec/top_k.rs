@@ -28,7 +28,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::arrow::record_batch::{RecordBatch, RecordBatchOptions};
 use datafusion::error::{DataFusionError, Result};
 
-use crate::input::RankedMatrix;
+use crate::rank::RankedMatrix;
 use crate::schema::{TOP_PARTNERS, top_column};
 use crate::stats::pvalue::PValues;
 

@@ -86,7 +86,7 @@ impl KendallFunction for KendallCandidatePairs {
         limit: Option<usize>,
     ) -> Result<PlannedCall> {
         let options = KendallOptions::from_config(state.config_options())?;
-        let list = input::source::resolve(state, &call.sources[0], options.format).await?;
+        let list = input::resolve(state, &call.sources[0], options.format).await?;
         let list_spec = PairListSpec::inspect(&list.what, &list.provider.schema())?;
         let list_scan = list
             .provider

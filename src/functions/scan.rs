@@ -15,7 +15,7 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::{ExecutionPlan, StatisticsArgs, StatisticsContext};
 use futures::FutureExt;
 
-use crate::error::in_function;
+use crate::error::{Panicked, in_function, panicked, plan_error};
 use crate::exec::ScanConfig;
 use crate::filter::TauPredicate;
 use crate::gene_filter::GenePredicate;
@@ -60,10 +60,7 @@ pub(crate) async fn guard_panics<T>(
                 .map(|s| format!("'{s}'"))
                 .collect::<Vec<_>>()
                 .join(" or ");
-            plan_err!(
-                "cannot read {sources}: reading it panicked ({}); is it a valid file?",
-                input::panic_message(&*panic)
-            )
+            Err(plan_error(panicked(Panicked::Reading(&sources), &*panic)))
         })
         .map_err(|e| in_function(function, e))
 }
@@ -94,7 +91,7 @@ pub(crate) async fn plan_scan(
 ) -> Result<PlannedScan> {
     let config = state.config_options();
     let options = KendallOptions::from_config(config)?;
-    let source = input::source::resolve(state, source, options.format).await?;
+    let source = input::resolve(state, source, options.format).await?;
     // A 10x directory or a sparse table is sparse triples: the long
     // layout, absent entries 0.
     let (layout, absent) = if source.sparse {
@@ -145,6 +142,27 @@ pub(crate) async fn plan_scan(
     // partition take another's files.
     let input = input.with_preserve_order(true).unwrap_or(input);
     let spec = spec.with_rows(rows)?;
+    let scan = scan_config(function, state, &options, &spec, filters, limit)?;
+    Ok(PlannedScan {
+        spec: Arc::new(spec),
+        input,
+        config: scan,
+    })
+}
+
+/// The [`ScanConfig`] of a call of `function` over `spec`: the session's
+/// options, the pushed-down `filters` (those [`TauPredicate`] or
+/// [`GenePredicate`] accept) and `limit`, and the kernel planned when the
+/// shape is known now.
+fn scan_config(
+    function: &'static str,
+    state: &dyn Session,
+    options: &KendallOptions,
+    spec: &InputSpec,
+    filters: &[Expr],
+    limit: Option<usize>,
+) -> Result<ScanConfig> {
+    let config = state.config_options();
     let (predicate, gene_predicate) = predicates(filters);
     // Bit-planes may take kendall.memory_limit, and no more than the
     // session's memory pool can grant besides the ranks they are built
@@ -172,7 +190,7 @@ pub(crate) async fn plan_scan(
         (Some(genes), Some(samples)) => Some(kernel.for_shape(genes, samples)?),
         _ => None,
     };
-    let scan = ScanConfig {
+    Ok(ScanConfig {
         function,
         variant: options.variant,
         min_periods: options.min_periods.get(),
@@ -200,11 +218,6 @@ pub(crate) async fn plan_scan(
             .cloned()
             .collect(),
         cluster: on_cluster(config),
-    };
-    Ok(PlannedScan {
-        spec: Arc::new(spec),
-        input,
-        config: scan,
     })
 }
 

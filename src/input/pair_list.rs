@@ -22,7 +22,7 @@ use datafusion::common::plan_err;
 use datafusion::error::Result;
 use rayon::prelude::*;
 
-use super::InputBatches;
+use super::read::InputBatches;
 use crate::memory::{QueryMemory, Reservation};
 
 /// The pairs of a candidate list, as gene positions, sorted by first gene:

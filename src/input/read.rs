@@ -16,7 +16,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::metrics::Count;
 use futures::StreamExt;
 
-use super::data_error;
+use crate::error::data_error;
 // Up a floor, on purpose: between batches the reader asks the query's load
 // whether it is still wanted, so that a cancelled query stops reading.
 use crate::load::{Relay, checkpoint};
@@ -133,8 +133,8 @@ impl InputBatches {
     /// The 10x directory the plan reads, when the plan is this library's
     /// own scan of it (the long layout then reads its matrix without
     /// triples).
-    pub(crate) fn tenx_files(&self) -> Option<std::sync::Arc<super::tenx::TenxFiles>> {
-        super::tenx::files_of(self.plan.as_ref())
+    pub(crate) fn tenx_files(&self) -> Option<std::sync::Arc<super::formats::tenx::TenxFiles>> {
+        super::formats::tenx::files_of(self.plan.as_ref())
     }
 
     /// Reserves in `memory`, before anything is read, what the source's

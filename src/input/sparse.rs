@@ -6,7 +6,7 @@
 //! is missing and at most half of its genes × samples values are non-zero
 //! ([`SPARSE_MAX_DENSITY`]); nothing of size genes × samples is allocated
 //! for it. Its ranks are then sparse too (see
-//! [`RankedMatrix::try_build_sparse`](super::RankedMatrix::try_build_sparse)).
+//! [`RankedMatrix::try_build_sparse`](crate::rank::RankedMatrix::try_build_sparse)).
 
 use std::mem::size_of;
 use std::ops::Range;
@@ -49,7 +49,7 @@ struct Block {
     /// Each entry's value: finite and non-zero.
     values: ScalarBuffer<f64>,
     /// Per entry, what a 64-bit integer loses as f64 (see
-    /// [`RankedMatrix::from_exact`](super::RankedMatrix::from_exact)); empty
+    /// [`RankedMatrix::from_exact`](crate::rank::RankedMatrix::from_exact)); empty
     /// when every value is exact.
     residuals: ScalarBuffer<i16>,
     /// Whether the arrays belong to someone else (not held here).

@@ -48,7 +48,7 @@ use datafusion::physical_plan::{
 };
 use rayon::prelude::*;
 
-use super::ExpressionMatrix;
+use super::matrix::ExpressionMatrix;
 use super::own_scan::{own_scan, own_table};
 use super::sparse::SparseValues;
 use crate::memory::{QueryMemory, Reservation, try_with_capacity};
@@ -162,6 +162,150 @@ fn ids(array: &dyn Array, role: &str) -> Result<StringArray> {
     Ok(strings)
 }
 
+/// The offsets (as 64-bit integers), sample indices (32-bit) and values
+/// (64-bit floats) of a sparse table's arrays, each checked to hold no
+/// null and to be of a type that converts.
+fn typed_arrays(
+    offsets: &dyn Array,
+    indices: &dyn Array,
+    data: &dyn Array,
+) -> Result<(ScalarBuffer<i64>, ScalarBuffer<i32>, ScalarBuffer<f64>)> {
+    let no_nulls = |a: &dyn Array, what: &str| {
+        if a.null_count() > 0 {
+            Err(error(format!("the {what} hold a null")))
+        } else {
+            Ok(())
+        }
+    };
+    no_nulls(offsets, "offsets")?;
+    no_nulls(indices, "sample indices")?;
+    no_nulls(data, "values")?;
+    let offsets = match offsets.data_type() {
+        DataType::Int32 | DataType::Int64 => cast(offsets, &DataType::Int64)?,
+        t => return Err(error(format!("offsets must be integers, got {t}"))),
+    };
+    let offsets = offsets.as_primitive::<Int64Type>().values().clone();
+    let indices = match indices.data_type() {
+        DataType::Int32 => indices.as_primitive::<Int32Type>().values().clone(),
+        DataType::Int64 => cast(indices, &DataType::Int32)
+            .map_err(|e| error(format!("sample indices beyond 32 bits: {e}")))?
+            .as_primitive::<Int32Type>()
+            .values()
+            .clone(),
+        t => {
+            return Err(error(format!(
+                "sample indices must be 32- or 64-bit integers, got {t}"
+            )));
+        }
+    };
+    let values: ScalarBuffer<f64> = match data.data_type() {
+        DataType::Float64 => data.as_primitive::<Float64Type>().values().clone(),
+        DataType::Float32 => cast(data, &DataType::Float64)?
+            .as_primitive::<Float64Type>()
+            .values()
+            .clone(),
+        t => {
+            return Err(error(format!(
+                "values must be 64- or 32-bit floats, got {t} (convert integers to floats)"
+            )));
+        }
+    };
+    Ok((offsets, indices, values))
+}
+
+/// Checks the offsets of `genes`: one per gene and one more, running from 0
+/// to `entries` (as many as the `values`) without decreasing, so every
+/// gene's entries are in range before any gene's are read.
+fn check_offsets(
+    offsets: &[i64],
+    entries: usize,
+    values: usize,
+    genes: &StringArray,
+) -> Result<()> {
+    let m = genes.len();
+    if offsets.len() != m + 1 {
+        return Err(error(format!(
+            "{m} genes need {} offsets, got {}",
+            m + 1,
+            offsets.len()
+        )));
+    }
+    if values != entries {
+        return Err(error(format!(
+            "{entries} sample indices but {values} values"
+        )));
+    }
+    if offsets[0] != 0 || offsets[m] != entries as i64 {
+        return Err(error(format!(
+            "offsets must run from 0 to the number of entries ({entries}), got {} .. {}",
+            offsets[0], offsets[m]
+        )));
+    }
+    if let Some(g) = (0..m).find(|&g| offsets[g + 1] < offsets[g]) {
+        return Err(error(format!(
+            "offsets decrease at gene '{}' ({} then {})",
+            genes.value(g),
+            offsets[g],
+            offsets[g + 1]
+        )));
+    }
+    Ok(())
+}
+
+/// Gene `g`'s non-zero values, its entries checked: sample indices in
+/// range and strictly ascending, values finite; an error names the gene
+/// and the sample (ids `(genes, samples)`) at fault.
+fn gene_nonzero(
+    g: usize,
+    offsets: &[i64],
+    indices: &[i32],
+    values: &[f64],
+    (genes, samples): (&StringArray, &StringArray),
+) -> Result<usize> {
+    let n = samples.len();
+    let (a, b) = (offsets[g] as usize, offsets[g + 1] as usize);
+    // One pass without branches (vectorised) for a gene that is
+    // right; the loop below finds what is wrong with one that is not.
+    let (gene_indices, gene_values) = (&indices[a..b], &values[a..b]);
+    let in_order = ascending_within(gene_indices, n);
+    let (finite, nonzero) = gene_values.iter().fold((true, 0usize), |(ok, count), &x| {
+        (ok & x.is_finite(), count + usize::from(x != 0.0))
+    });
+    if in_order && finite {
+        return Ok(nonzero);
+    }
+    let (mut last, mut nonzero) = (-1i64, 0usize);
+    for k in a..b {
+        let s = indices[k] as i64;
+        if s < 0 || s >= n as i64 {
+            return Err(error(format!(
+                "gene '{}' has an entry at sample index {s}, outside 0..{n}",
+                genes.value(g)
+            )));
+        }
+        if s <= last {
+            return Err(error(format!(
+                "gene '{}' lists sample '{}' {} (each gene's sample indices must be \
+                 strictly ascending; scipy: sort_indices() and sum_duplicates())",
+                genes.value(g),
+                samples.value(s as usize),
+                if s == last { "twice" } else { "out of order" }
+            )));
+        }
+        last = s;
+        let x = values[k];
+        if !x.is_finite() {
+            return Err(error(format!(
+                "gene '{}', sample '{}' has the value {x}; the values must be finite",
+                genes.value(g),
+                samples.value(s as usize)
+            )));
+        }
+        nonzero += usize::from(x != 0.0);
+    }
+    Ok(nonzero)
+}
+
 impl SparseTable {
     /// The matrix of genes `genes` × samples `samples` (ids: strings, or
     /// anything that casts to them) whose gene `g` holds the values
@@ -196,6 +340,10 @@ impl SparseTable {
         Self::build(genes, samples, offsets, indices, data, Some(memory))
     }
 
+    /// The checklist of [`SparseTable::try_new`], in order: the ids and
+    /// the shape, the arrays' nulls and types ([`typed_arrays`]), the
+    /// offsets ([`check_offsets`]), then each gene's entries on rayon's
+    /// threads ([`gene_nonzero`]: an error names one bad gene).
     fn build(
         genes: &dyn Array,
         samples: &dyn Array,
@@ -210,123 +358,11 @@ impl SparseTable {
         if n > u32::MAX as usize || m > u32::MAX as usize {
             return Err(error(format!("{m} genes x {n} samples is too large")));
         }
-        let no_nulls = |a: &dyn Array, what: &str| {
-            if a.null_count() > 0 {
-                Err(error(format!("the {what} hold a null")))
-            } else {
-                Ok(())
-            }
-        };
-        no_nulls(offsets, "offsets")?;
-        no_nulls(indices, "sample indices")?;
-        no_nulls(data, "values")?;
-        let offsets = match offsets.data_type() {
-            DataType::Int32 | DataType::Int64 => cast(offsets, &DataType::Int64)?,
-            t => return Err(error(format!("offsets must be integers, got {t}"))),
-        };
-        let offsets = offsets.as_primitive::<Int64Type>().values();
-        let indices = match indices.data_type() {
-            DataType::Int32 => indices.as_primitive::<Int32Type>().values().clone(),
-            DataType::Int64 => cast(indices, &DataType::Int32)
-                .map_err(|e| error(format!("sample indices beyond 32 bits: {e}")))?
-                .as_primitive::<Int32Type>()
-                .values()
-                .clone(),
-            t => {
-                return Err(error(format!(
-                    "sample indices must be 32- or 64-bit integers, got {t}"
-                )));
-            }
-        };
-        let values: ScalarBuffer<f64> = match data.data_type() {
-            DataType::Float64 => data.as_primitive::<Float64Type>().values().clone(),
-            DataType::Float32 => cast(data, &DataType::Float64)?
-                .as_primitive::<Float64Type>()
-                .values()
-                .clone(),
-            t => {
-                return Err(error(format!(
-                    "values must be 64- or 32-bit floats, got {t} (convert integers to floats)"
-                )));
-            }
-        };
-        if offsets.len() != m + 1 {
-            return Err(error(format!(
-                "{m} genes need {} offsets, got {}",
-                m + 1,
-                offsets.len()
-            )));
-        }
-        let entries = indices.len();
-        if values.len() != entries {
-            return Err(error(format!(
-                "{entries} sample indices but {} values",
-                values.len()
-            )));
-        }
-        if offsets[0] != 0 || offsets[m] != entries as i64 {
-            return Err(error(format!(
-                "offsets must run from 0 to the number of entries ({entries}), got {} .. {}",
-                offsets[0], offsets[m]
-            )));
-        }
-        // Ascending from 0 to `entries` (checked above), so every gene's
-        // entries are in range before any gene's are read.
-        if let Some(g) = (0..m).find(|&g| offsets[g + 1] < offsets[g]) {
-            return Err(error(format!(
-                "offsets decrease at gene '{}' ({} then {})",
-                genes.value(g),
-                offsets[g],
-                offsets[g + 1]
-            )));
-        }
-        // Each gene checked on rayon's threads (an error names one bad gene).
-        let gene_entries = |g: usize| -> Result<usize> {
-            let (a, b) = (offsets[g] as usize, offsets[g + 1] as usize);
-            // One pass without branches (vectorised) for a gene that is
-            // right; the loop below finds what is wrong with one that is not.
-            let (gene_indices, gene_values) = (&indices[a..b], &values[a..b]);
-            let in_order = ascending_within(gene_indices, n);
-            let (finite, nonzero) = gene_values.iter().fold((true, 0usize), |(ok, count), &x| {
-                (ok & x.is_finite(), count + usize::from(x != 0.0))
-            });
-            if in_order && finite {
-                return Ok(nonzero);
-            }
-            let (mut last, mut nonzero) = (-1i64, 0usize);
-            for k in a..b {
-                let s = indices[k] as i64;
-                if s < 0 || s >= n as i64 {
-                    return Err(error(format!(
-                        "gene '{}' has an entry at sample index {s}, outside 0..{n}",
-                        genes.value(g)
-                    )));
-                }
-                if s <= last {
-                    return Err(error(format!(
-                        "gene '{}' lists sample '{}' {} (each gene's sample indices must be \
-                         strictly ascending; scipy: sort_indices() and sum_duplicates())",
-                        genes.value(g),
-                        samples.value(s as usize),
-                        if s == last { "twice" } else { "out of order" }
-                    )));
-                }
-                last = s;
-                let x = values[k];
-                if !x.is_finite() {
-                    return Err(error(format!(
-                        "gene '{}', sample '{}' has the value {x}; the values must be finite",
-                        genes.value(g),
-                        samples.value(s as usize)
-                    )));
-                }
-                nonzero += usize::from(x != 0.0);
-            }
-            Ok(nonzero)
-        };
+        let (offsets, indices, values) = typed_arrays(offsets, indices, data)?;
+        check_offsets(&offsets, indices.len(), values.len(), &genes)?;
         let nonzero = (0..m)
             .into_par_iter()
-            .map(gene_entries)
+            .map(|g| gene_nonzero(g, &offsets, &indices, &values, (&genes, &samples)))
             .try_reduce(|| 0, |x, y| Ok(x + y))?;
         let starts: Vec<usize> = offsets.iter().map(|&o| o as usize).collect();
         // All indices are in range now.

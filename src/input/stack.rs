@@ -7,7 +7,9 @@ use std::collections::HashMap;
 use datafusion::arrow::array::{Array, StringArray};
 use datafusion::error::{DataFusionError, Result};
 
-use super::{ExpressionMatrix, InputSpec};
+use super::matrix::{ExpressionMatrix, MatrixValues};
+use super::sparse::SparseValues;
+use super::spec::InputSpec;
 use crate::memory::{QueryMemory, try_with_capacity};
 
 /// The left matrix's genes, then the right one's, on the samples both have
@@ -56,7 +58,9 @@ pub(crate) fn stack(
         .collect();
     let n = shared.len();
     let genes = left.genes.len() + right.genes.len();
-    if let (Some(l), Some(r)) = (&mut left.sparse, &mut right.sparse) {
+    if let (MatrixValues::Sparse(l), MatrixValues::Sparse(r)) =
+        (&mut left.values, &mut right.values)
+    {
         // Both sparse: stacked sparse, each side's samples renumbered
         // (taken as they are where they already are the shared samples,
         // in order).
@@ -67,7 +71,7 @@ pub(crate) fn stack(
             }
             to
         };
-        let side = |m: &mut super::sparse::SparseValues, to: Vec<u32>| {
+        let side = |m: &mut SparseValues, to: Vec<u32>| {
             if to.iter().enumerate().all(|(s, &t)| t == s as u32) {
                 Ok(std::mem::take(m))
             } else {
@@ -89,8 +93,30 @@ pub(crate) fn stack(
         ));
     }
     // Otherwise dense, a sparse side expanded.
+    stack_dense(left, right, (ids, sample_ids), &shared, memory)
+}
+
+/// Two matrices stacked dense (a sparse one expanded first) on the
+/// `shared` samples (left column, right column), as `(ids, sample_ids)`.
+fn stack_dense(
+    left: ExpressionMatrix,
+    right: ExpressionMatrix,
+    (ids, sample_ids): (StringArray, Vec<String>),
+    shared: &[(usize, usize)],
+    memory: &QueryMemory,
+) -> Result<ExpressionMatrix> {
+    let n = shared.len();
+    let genes = left.genes.len() + right.genes.len();
     let (left, right) = (left.into_dense(memory)?, right.into_dense(memory)?);
-    let exact = left.residuals.is_empty() && right.residuals.is_empty();
+    /// A dense matrix's values and residuals.
+    fn dense(m: &ExpressionMatrix) -> (&[f64], &[i16]) {
+        match &m.values {
+            MatrixValues::Dense { values, residuals } => (values, residuals),
+            MatrixValues::Sparse(_) => unreachable!("expanded above"),
+        }
+    }
+    let (left_values, right_values) = (dense(&left), dense(&right));
+    let exact = left_values.1.is_empty() && right_values.1.is_empty();
     let per_value = if exact { 8 } else { 10 };
     let mut reservation = memory.reserve(
         &format!("stacked input values ({genes} genes x {n} shared samples)"),
@@ -105,13 +131,17 @@ pub(crate) fn stack(
     };
     let left_columns: Vec<usize> = shared.iter().map(|&(l, _)| l).collect();
     let right_columns: Vec<usize> = shared.iter().map(|&(_, r)| r).collect();
-    for (matrix, columns) in [(&left, &left_columns), (&right, &right_columns)] {
+    let sides = [
+        (&left, left_values, &left_columns),
+        (&right, right_values, &right_columns),
+    ];
+    for (matrix, (matrix_values, matrix_residuals), columns) in sides {
         for g in 0..matrix.genes.len() {
             let row = g * matrix.samples;
             for &column in columns {
-                values.push(matrix.values[row + column]);
+                values.push(matrix_values[row + column]);
                 if !exact {
-                    residuals.push(matrix.residuals.get(row + column).copied().unwrap_or(0));
+                    residuals.push(matrix_residuals.get(row + column).copied().unwrap_or(0));
                 }
             }
         }

@@ -21,7 +21,7 @@ use datafusion::execution::object_store::{
 use datafusion::object_store::ObjectStore;
 use datafusion::object_store::local::LocalFileSystem;
 
-use super::plan_error;
+use crate::error::plan_error;
 
 /// The URL schemes a store is built for, as error messages list them.
 pub const SCHEMES: &str = "file, s3, s3a, gs, az, azure, abfs, abfss, adl, http, https";

@@ -13,8 +13,9 @@ use datafusion::arrow::array::{Array, AsArray, Float64Array, RecordBatch};
 use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
 use datafusion::error::{DataFusionError, Result};
 
-use super::missing::missing_value;
-use super::{MissingValues, checked_value, column_as, data_error};
+use super::missing::{MissingValues, checked_value, missing_value};
+use super::names::column_as;
+use crate::error::data_error;
 use crate::memory::{Reservation, try_extend};
 
 /// A value: its nearest f64 (NaN when missing) and, for a 64-bit integer,

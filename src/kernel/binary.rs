@@ -49,7 +49,7 @@
 //! pairs touching a gene with missing values are left to the scan's
 //! kernel ([`RankSums::numerator`] returns `None`).
 
-use crate::input::RankedMatrix;
+use crate::rank::RankedMatrix;
 
 /// Scores of one gene and the rank sums of two-valued partners against it.
 #[derive(Debug, Default, Clone)]

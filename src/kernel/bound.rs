@@ -105,9 +105,10 @@
 
 use std::cmp::Ordering;
 
-use super::{Variant, pair_count};
+use super::Variant;
 use crate::filter::TauPredicate;
-use crate::input::RankedMatrix;
+use crate::rank::RankedMatrix;
+use crate::rank::pair_count;
 
 /// At most this many intervals are kept per filter; more are merged, the
 /// closest first (a larger set, so a weaker but still exact bound).

@@ -20,7 +20,7 @@ use datafusion::error::Result;
 
 use super::isa::{Isa, SimdChoice};
 use super::{KernelChoice, KernelKind, bitset, zero};
-use crate::input::RankedMatrix;
+use crate::rank::RankedMatrix;
 
 /// Up to how many samples the bit-plane kernel beats VSE on `isa`.
 /// Measured with `cargo bench --bench kernels -- 1000 1500 2000 vse bitset`

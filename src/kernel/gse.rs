@@ -17,8 +17,8 @@
 //! same way on the samples both genes have, with `n0`, `n1`, `n2` recounted
 //! on them: the slow path every sorting kernel shares.
 
-use super::pair_count;
-use crate::input::RankedMatrix;
+use crate::rank::RankedMatrix;
+use crate::rank::pair_count;
 
 /// Runs shorter than this are sorted by insertion, counting shifts.
 const INSERTION_RUN: usize = 16;

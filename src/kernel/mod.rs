@@ -29,7 +29,10 @@ use std::sync::Arc;
 
 use datafusion::error::{DataFusionError, Result};
 
-use crate::input::{DensePair, RankedMatrix};
+// Ranks and their tie counts are computed per gene, before any pair, by the
+// rank module; the kernels read them.
+use crate::rank::{DensePair, RankedMatrix};
+pub use crate::rank::{GeneTies, pair_count};
 use bitset::{BitPlanes, Bitset};
 use isa::Isa;
 
@@ -109,22 +112,6 @@ impl fmt::Display for KernelKind {
             KernelKind::Zero => "zero",
         })
     }
-}
-
-/// Number of sample pairs, `n0 = n(n-1)/2`.
-pub fn pair_count(samples: usize) -> u64 {
-    let n = samples as u64;
-    n * n.saturating_sub(1) / 2
-}
-
-/// What tau needs to know of one gene besides the pair's numerator;
-/// computed once per gene by [`RankedMatrix`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct GeneTies {
-    /// Tied sample pairs, `Σ t(t-1)/2` over groups of equal values.
-    pub tie_pairs: u64,
-    /// Number of distinct values.
-    pub distinct: u32,
 }
 
 /// Kendall tau from the integer numerator `s = nc - nd` of two genes of

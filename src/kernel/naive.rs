@@ -4,7 +4,7 @@
 //! (tens of samples) also the fastest sorting-free option: the inner loop is
 //! branch-free and the compiler vectorises it.
 
-use crate::input::MISSING_RANK;
+use crate::rank::MISSING_RANK;
 
 /// `S = Σ_{a<b} sign(u_b - u_a) · sign(v_b - v_a)` for two rank vectors of
 /// equal length. Pairs tied in either vector contribute zero.

@@ -63,7 +63,7 @@ use std::ops::Range;
 use super::KernelKind;
 use super::bound::PairRange;
 use super::gse::count_inversions;
-use crate::input::{RankedMatrix, SparseGene};
+use crate::rank::{RankedMatrix, SparseGene};
 
 /// Where `auto` trades VSE for the zero-inflated kernel: at most this mean
 /// share of samples outside each gene's largest tie group. Measured with
@@ -514,8 +514,8 @@ fn sort_keys(keys: &mut Vec<u64>, scratch: &mut Vec<u64>, u_bits: u32, v_bits: u
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::input::RankedMatrix;
     use crate::kernel::naive;
+    use crate::rank::RankedMatrix;
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 

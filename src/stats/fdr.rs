@@ -48,11 +48,11 @@ use rayon::prelude::*;
 
 use super::pvalue::PValues;
 use crate::input::ListedPairs;
-use crate::input::{PairStats, RankedMatrix};
 use crate::kernel::bitset::BitPlanes;
 use crate::kernel::isa::Isa;
 use crate::kernel::{KernelKind, PairKernel, PairNumerator};
 use crate::memory::{Reservation, try_filled};
+use crate::rank::{PairStats, RankedMatrix};
 use crate::sort::sort_keys;
 use crate::work::{MAX_BLOCK_PAIRS, WorkSplit};
 
@@ -583,12 +583,6 @@ impl CountingPass<'_> {
             (None, Some((left, right))) => WorkSplit::cross(left, right, chunks),
             (None, None) => WorkSplit::tiles(m.genes(), self.tile_size, chunks),
         };
-        let stopped = || {
-            self.stop
-                .as_ref()
-                .is_some_and(|f| f.load(Ordering::Relaxed))
-        };
-        let contexts_ref = &contexts;
         // Each chunk's share of the kept numerators (its range of the list).
         let mut shares: Vec<(&mut [i32], &mut [f64])> = Vec::with_capacity(chunks);
         match &work {
@@ -606,78 +600,7 @@ impl CountingPass<'_> {
         let counts = shares
             .into_par_iter()
             .enumerate()
-            .map(|(chunk, (share, share_p))| -> Result<TestCounts> {
-                let mut kernel =
-                    PairKernel::new(self.kernel, m.samples(), self.isa, self.planes.clone())?;
-                if self.rank_sums {
-                    kernel = kernel.with_rank_sums();
-                }
-                let mut cursor = work.cursor(chunk);
-                let mut pending: Vec<PairNumerator> = Vec::new();
-                let mut counts = TestCounts::new(contexts_ref);
-                // Numerators of `share` written so far.
-                let mut written = 0usize;
-                // Bytes of `counts` reserved (its table, reserved above).
-                let mut held = counts.bytes();
-                // Blocks of about 10 ms whatever a pair costs, so that a
-                // cancelled query stops the pass within about that.
-                let mut block = 64usize;
-                loop {
-                    let started = std::time::Instant::now();
-                    if stopped() {
-                        return Err(DataFusionError::Execution(
-                            "input load stopped: the query was cancelled".to_string(),
-                        ));
-                    }
-                    pending.clear();
-                    if !cursor.compute_next(&work, m, block, &mut kernel, &mut pending) {
-                        break;
-                    }
-                    // A kept list's pairs come in list order (the cursor
-                    // walks the chunk's range in order).
-                    let listed = !share.is_empty();
-                    for (k, p) in pending.iter().enumerate() {
-                        if listed {
-                            // S fits (checked above).
-                            share[written + k] = p.s as i32;
-                        }
-                        let pair = (p.i as usize, p.j as usize);
-                        if self.propagate && (m.has_gaps(pair.0) || m.has_gaps(pair.1)) {
-                            continue;
-                        }
-                        let stats = m.pair_stats(pair.0, pair.1);
-                        if stats.n < self.min_periods {
-                            continue;
-                        }
-                        if listed {
-                            share_p[written + k] = self.pvalues.p_value(
-                                stats.n,
-                                p.s,
-                                (stats.u, stats.u_variance),
-                                (stats.v, stats.v_variance),
-                            );
-                        } else {
-                            counts.add(contexts_ref, pair, &stats, p.s);
-                        }
-                    }
-                    written += pending.len();
-                    let now = counts.bytes();
-                    if now > held {
-                        shared
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .try_grow(now - held)?;
-                        held = now;
-                    }
-                    let took = started.elapsed();
-                    if took < BLOCK_TIME / 2 {
-                        block = (block * 2).min(MAX_BLOCK_PAIRS);
-                    } else if took > BLOCK_TIME * 2 {
-                        block = (block / 2).max(1);
-                    }
-                }
-                Ok(counts)
-            })
+            .map(|(chunk, share)| self.count_chunk(&work, chunk, &contexts, share, &shared))
             .collect::<Result<Vec<_>>>()?;
         // Merged into the first: the others' memory (reserved) is freed as
         // the first grows.
@@ -698,6 +621,109 @@ impl CountingPass<'_> {
                 p_values,
             }),
         })
+    }
+
+    /// Counts the pairs of `work`'s chunk `chunk` by context and S (a kept
+    /// candidate list's into `share`, its numerators and p-values, instead),
+    /// the counts' growth reserved in `shared` block by block. Blocks of
+    /// about 10 ms whatever a pair costs, so that a cancelled query stops
+    /// the pass within about that.
+    fn count_chunk(
+        &self,
+        work: &WorkSplit,
+        chunk: usize,
+        contexts: &ContextIndex,
+        (share, share_p): (&mut [i32], &mut [f64]),
+        shared: &std::sync::Mutex<&mut Reservation>,
+    ) -> Result<TestCounts> {
+        let m = self.matrix;
+        let mut kernel = PairKernel::new(self.kernel, m.samples(), self.isa, self.planes.clone())?;
+        if self.rank_sums {
+            kernel = kernel.with_rank_sums();
+        }
+        let mut cursor = work.cursor(chunk);
+        let mut pending: Vec<PairNumerator> = Vec::new();
+        let mut counts = TestCounts::new(contexts);
+        // Numerators of `share` written so far.
+        let mut written = 0usize;
+        // Bytes of `counts` reserved (its table, reserved by the caller).
+        let mut held = counts.bytes();
+        let mut block = 64usize;
+        loop {
+            let started = std::time::Instant::now();
+            if self
+                .stop
+                .as_ref()
+                .is_some_and(|f| f.load(Ordering::Relaxed))
+            {
+                return Err(DataFusionError::Execution(
+                    "input load stopped: the query was cancelled".to_string(),
+                ));
+            }
+            pending.clear();
+            if !cursor.compute_next(work, m, block, &mut kernel, &mut pending) {
+                break;
+            }
+            let shares = (&mut *share, &mut *share_p);
+            self.count_block(&pending, contexts, &mut counts, shares, written);
+            written += pending.len();
+            let now = counts.bytes();
+            if now > held {
+                shared
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .try_grow(now - held)?;
+                held = now;
+            }
+            let took = started.elapsed();
+            if took < BLOCK_TIME / 2 {
+                block = (block * 2).min(MAX_BLOCK_PAIRS);
+            } else if took > BLOCK_TIME * 2 {
+                block = (block / 2).max(1);
+            }
+        }
+        Ok(counts)
+    }
+
+    /// Counts one block of computed pairs: each test (a pair sharing at
+    /// least `min_periods` samples, not propagated) into `counts` by
+    /// context and S, or, for a kept candidate list (`share` not empty:
+    /// the block's pairs come in list order), each pair's S into `share`
+    /// and its p-value into `share_p`, after the `written` before them.
+    fn count_block(
+        &self,
+        pending: &[PairNumerator],
+        contexts: &ContextIndex,
+        counts: &mut TestCounts,
+        (share, share_p): (&mut [i32], &mut [f64]),
+        written: usize,
+    ) {
+        let m = self.matrix;
+        let listed = !share.is_empty();
+        for (k, p) in pending.iter().enumerate() {
+            if listed {
+                // S fits (checked by the caller).
+                share[written + k] = p.s as i32;
+            }
+            let pair = (p.i as usize, p.j as usize);
+            if self.propagate && (m.has_gaps(pair.0) || m.has_gaps(pair.1)) {
+                continue;
+            }
+            let stats = m.pair_stats(pair.0, pair.1);
+            if stats.n < self.min_periods {
+                continue;
+            }
+            if listed {
+                share_p[written + k] = self.pvalues.p_value(
+                    stats.n,
+                    p.s,
+                    (stats.u, stats.u_variance),
+                    (stats.v, stats.v_variance),
+                );
+            } else {
+                counts.add(contexts, pair, &stats, p.s);
+            }
+        }
     }
 }
 
@@ -950,7 +976,7 @@ fn harmonic(m: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kernel::GeneTies;
+    use crate::rank::GeneTies;
 
     /// scipy's algorithm on a plain list: sort, scale, running minimum, clip.
     fn reference(ps: &[f64], by: bool) -> Vec<f64> {

@@ -24,9 +24,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use datafusion::error::Result;
 use rayon::prelude::*;
 
-use crate::input::VarianceTerms;
-use crate::kernel::{GeneTies, pair_count};
 use crate::memory::Reservation;
+use crate::rank::VarianceTerms;
+use crate::rank::{GeneTies, pair_count};
 
 crate::option_enum::option_enum! {
     /// How p-values are computed (`SET kendall.pvalue = ...`).

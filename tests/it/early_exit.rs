@@ -12,11 +12,11 @@ use datafusion::functions::math::expr_fn::abs;
 use datafusion::logical_expr::{Expr, col, lit};
 use datafusion::physical_plan::collect;
 use datafusion_kendall::filter::{PairValues, TauPredicate};
-use datafusion_kendall::input::RankedMatrix;
 use datafusion_kendall::kernel::bitset::BitPlanes;
 use datafusion_kendall::kernel::bound::SBound;
 use datafusion_kendall::kernel::isa::Isa;
 use datafusion_kendall::kernel::{KernelKind, PairKernel, Variant, naive, tau};
+use datafusion_kendall::rank::RankedMatrix;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

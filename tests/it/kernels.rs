@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use datafusion_kendall::input::RankedMatrix;
 use datafusion_kendall::kernel::bitset::BitPlanes;
 use datafusion_kendall::kernel::isa::Isa;
 use datafusion_kendall::kernel::{KernelKind, PairKernel, PairNumerator, naive, pair_count};
+use datafusion_kendall::rank::RankedMatrix;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 

@@ -6,11 +6,13 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::Result;
 
 use super::grow;
+use crate::error::{data_error, plan_error};
+use crate::input::matrix::ExpressionMatrix;
+use crate::input::missing::MissingValues;
+use crate::input::names::is_text;
+use crate::input::read::InputBatches;
+use crate::input::spec::{Columns, InputSpec, too_few_samples};
 use crate::input::values::{Exact, NumericColumn, ValueBuffer};
-use crate::input::{
-    Columns, ExpressionMatrix, InputBatches, InputSpec, MissingValues, data_error, is_text,
-    plan_error,
-};
 use crate::memory::Reservation;
 
 /// Checks a genes_as_columns input: numeric columns are genes, string
@@ -55,15 +57,6 @@ pub(in crate::input) fn inspect_columns(
         columns: Columns::GenesAsColumns { genes },
         projection,
         missing,
-    })
-}
-
-/// What is wrong with a genes_as_columns input of `rows` rows, if anything.
-pub(in crate::input) fn too_few_samples(what: &str, rows: usize) -> Option<String> {
-    (rows < 2).then(|| {
-        format!(
-            "{what} has {rows} row(s); with layout 'genes_as_columns' rows are samples and Kendall's tau needs at least 2"
-        )
     })
 }
 

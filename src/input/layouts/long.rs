@@ -9,14 +9,15 @@ use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use datafusion::error::Result;
 
-use super::Absent;
 use super::grow;
+use crate::error::{data_error, plan_error};
+use crate::input::matrix::ExpressionMatrix;
+use crate::input::missing::MissingValues;
+use crate::input::names::{ID_OVERHEAD, column_list, is_string, is_text};
+use crate::input::read::InputBatches;
 use crate::input::sparse::{RepeatedSample, SPARSE_MAX_DENSITY, SparseValues};
+use crate::input::spec::{Absent, Columns, InputSpec};
 use crate::input::values::{Exact, NumericColumn, ValueBuffer};
-use crate::input::{
-    Columns, ExpressionMatrix, ID_OVERHEAD, InputBatches, InputSpec, MissingValues, column_list,
-    data_error, is_string, is_text, plan_error,
-};
 use crate::memory::{Reservation, try_filled};
 
 /// Default column names of the long layout: gene, sample, value.
@@ -291,127 +292,212 @@ fn gene_problem(
 /// all are read. Every gene must have one row for every sample; that is
 /// checked on the counts before the genes × samples matrix is allocated, so
 /// a sparse input (a few samples per gene) fails without allocating it.
+///
+/// Four stages: the rows read ([`LongRows::read`]), the counts checked
+/// ([`LongRows::check_counts`]), then the matrix built sparse
+/// ([`LongRows::into_sparse`]: absent rows are zeros and most values are)
+/// or dense ([`LongRows::into_dense`]).
 pub(in crate::input) fn load_long(
     spec: &InputSpec,
     batches: InputBatches,
     [gene, sample, value]: [&str; 3],
     absent: Absent,
-    mut values: ValueBuffer,
+    values: ValueBuffer,
     mut scratch: Reservation,
 ) -> Result<ExpressionMatrix> {
-    let what = spec.what.as_str();
-    let (mut genes, mut samples) = (IdIndex::default(), IdIndex::default());
-    let mut cells: Vec<(u32, u32)> = Vec::new();
-    // Values as read; the remainders of 64-bit integers once one is not 0.
-    let mut read: Vec<f64> = Vec::new();
-    let mut read_residuals: Vec<i16> = Vec::new();
-    let mut inexact = false;
-    let mut rows_per_gene: Vec<u64> = Vec::new();
-    let mut row0 = 0usize;
-    // Bytes of the ids reserved in `scratch`: those of a batch's new ids
-    // are reserved once it is read.
-    let mut ids_held = 0usize;
-    for batch in batches {
-        let batch = batch?;
-        let rows = batch.num_rows();
-        let gene_numbers = genes.number_column(&batch, gene, ["gene", what], row0)?;
-        let sample_numbers = samples.number_column(&batch, sample, ["sample", what], row0)?;
-        let column = NumericColumn::read(&batch, value, what)?;
-        grow(&mut cells, rows, &mut scratch, "(gene, sample) ids as read")?;
-        grow(&mut read, rows, &mut scratch, "input values as read")?;
-        rows_per_gene.resize(genes.len(), 0);
+    let rows = LongRows::read(spec, batches, [gene, sample, value], &mut scratch)?;
+    rows.check_counts(absent, sample, &spec.what)?;
+    if absent == Absent::Zero && rows.sparse_enough() {
+        rows.into_sparse(values.reservation, &mut scratch, &spec.what)
+    } else {
+        rows.into_dense(absent, values, &mut scratch, &spec.what)
+    }
+}
+
+/// The rows of a long input as read: each one's (gene, sample) numbers and
+/// its value, and the ids behind the numbers.
+struct LongRows {
+    genes: IdIndex,
+    samples: IdIndex,
+    /// Per row, its (gene, sample) numbers.
+    cells: Vec<(u32, u32)>,
+    /// Per row, its value as read.
+    read: Vec<f64>,
+    /// Per row, what a 64-bit integer lost as f64; empty while every value
+    /// so far was exact.
+    read_residuals: Vec<i16>,
+    /// Some value so far was not exact (`read_residuals` are then kept).
+    inexact: bool,
+    /// Per gene, how many rows name it.
+    rows_per_gene: Vec<u64>,
+    /// Bytes of the ids reserved in the load's scratch reservation.
+    ids_held: usize,
+}
+
+impl LongRows {
+    /// Reads every batch, the rows' arrays and the ids reserved in `scratch`
+    /// (a batch's new ids once it is read).
+    fn read(
+        spec: &InputSpec,
+        batches: InputBatches,
+        [gene, sample, value]: [&str; 3],
+        scratch: &mut Reservation,
+    ) -> Result<Self> {
+        let what = spec.what.as_str();
+        let mut rows = LongRows {
+            genes: IdIndex::default(),
+            samples: IdIndex::default(),
+            cells: Vec::new(),
+            read: Vec::new(),
+            read_residuals: Vec::new(),
+            inexact: false,
+            rows_per_gene: Vec::new(),
+            ids_held: 0,
+        };
+        let mut row0 = 0usize;
+        for batch in batches {
+            let batch = batch?;
+            let gene_numbers = rows
+                .genes
+                .number_column(&batch, gene, ["gene", what], row0)?;
+            let sample_numbers =
+                rows.samples
+                    .number_column(&batch, sample, ["sample", what], row0)?;
+            let column = NumericColumn::read(&batch, value, what)?;
+            rows.push_batch(spec, &gene_numbers, &sample_numbers, &column, row0, scratch)?;
+            let ids = rows.genes.bytes + rows.samples.bytes;
+            scratch.try_grow(ids - rows.ids_held)?;
+            rows.ids_held = ids;
+            row0 += batch.num_rows();
+        }
+        Ok(rows)
+    }
+
+    /// Appends the rows of one batch: their (gene, sample) numbers and
+    /// `column`'s values (checked as `spec.missing` says; `row0` rows came
+    /// before them).
+    fn push_batch(
+        &mut self,
+        spec: &InputSpec,
+        gene_numbers: &[u32],
+        sample_numbers: &[u32],
+        column: &NumericColumn,
+        row0: usize,
+        scratch: &mut Reservation,
+    ) -> Result<()> {
+        let what = spec.what.as_str();
+        let rows = gene_numbers.len();
+        grow(&mut self.cells, rows, scratch, "(gene, sample) ids as read")?;
+        grow(&mut self.read, rows, scratch, "input values as read")?;
+        self.rows_per_gene.resize(self.genes.len(), 0);
         // The common case, floats without nulls, all finite (one
         // vectorised pass), while every value so far was exact: the rows
         // taken whole, as the loop below would take them one by one.
-        if let (NumericColumn::Float(floats), false) = (&column, inexact)
+        if let (NumericColumn::Float(floats), false) = (column, self.inexact)
             && floats.null_count() == 0
             && floats.values().iter().all(|x| x.is_finite())
         {
-            for &g in &gene_numbers {
-                rows_per_gene[g as usize] += 1;
+            for &g in gene_numbers {
+                self.rows_per_gene[g as usize] += 1;
             }
-            cells.extend(
+            self.cells.extend(
                 gene_numbers
                     .iter()
-                    .zip(&sample_numbers)
+                    .zip(sample_numbers)
                     .map(|(&g, &s)| (g, s)),
             );
-            read.extend_from_slice(floats.values());
-        } else {
-            for r in 0..rows {
-                let (g, s) = (gene_numbers[r], sample_numbers[r]);
-                rows_per_gene[g as usize] += 1;
-                cells.push((g, s));
-                let x = column.value(r, spec.missing, || {
-                    format!(
-                        "gene '{}', sample '{}' (row {} of {what})",
-                        genes.names[g as usize],
-                        samples.names[s as usize],
-                        row0 + r + 1
-                    )
-                })?;
-                if x.residual != 0 && !inexact {
-                    // The first value f64 cannot hold: remainders from now on.
-                    inexact = true;
-                    grow(
-                        &mut read_residuals,
-                        read.capacity(),
-                        &mut scratch,
-                        "input values as read",
-                    )?;
-                    read_residuals.resize(read.len(), 0);
-                }
-                read.push(x.value);
-                if inexact {
-                    read_residuals.push(x.residual);
-                }
+            self.read.extend_from_slice(floats.values());
+            return Ok(());
+        }
+        for r in 0..rows {
+            let (g, s) = (gene_numbers[r], sample_numbers[r]);
+            self.rows_per_gene[g as usize] += 1;
+            self.cells.push((g, s));
+            let x = column.value(r, spec.missing, || {
+                format!(
+                    "gene '{}', sample '{}' (row {} of {what})",
+                    self.genes.names[g as usize],
+                    self.samples.names[s as usize],
+                    row0 + r + 1
+                )
+            })?;
+            if x.residual != 0 && !self.inexact {
+                // The first value f64 cannot hold: remainders from now on.
+                self.inexact = true;
+                grow(
+                    &mut self.read_residuals,
+                    self.read.capacity(),
+                    scratch,
+                    "input values as read",
+                )?;
+                self.read_residuals.resize(self.read.len(), 0);
+            }
+            self.read.push(x.value);
+            if self.inexact {
+                self.read_residuals.push(x.residual);
             }
         }
-        let ids = genes.bytes + samples.bytes;
-        scratch.try_grow(ids - ids_held)?;
-        ids_held = ids;
-        row0 += rows;
+        Ok(())
     }
-    let (m, n) = (genes.len(), samples.len());
-    if n < 2 {
-        return Err(data_error(format!(
-            "{what} has {n} distinct sample(s) in column '{sample}'; Kendall's tau needs at least 2"
-        )));
+
+    /// Checks the counts before any matrix is built: at least two samples,
+    /// and every gene with every sample once (rows = genes × samples), so a
+    /// sparse input fails here unless absent rows have a meaning (then only
+    /// a sample given twice is wrong). `sample` names the sample column.
+    fn check_counts(&self, absent: Absent, sample: &str, what: &str) -> Result<()> {
+        let (m, n) = (self.genes.len(), self.samples.len());
+        if n < 2 {
+            return Err(data_error(format!(
+                "{what} has {n} distinct sample(s) in column '{sample}'; Kendall's tau needs at least 2"
+            )));
+        }
+        let complete = |&r: &u64| match absent {
+            Absent::Error => r != n as u64,
+            Absent::Zero | Absent::Missing => r > n as u64,
+        };
+        if let Some(g) = self.rows_per_gene.iter().position(complete) {
+            let problem = self.gene_problem(g as u32, what);
+            return Err(data_error(format!(
+                "{problem}; with layout 'long' every gene needs one row for every sample (a null \
+                 value marks it missing; SET kendall.absent = 'zero' reads absent rows as 0, as \
+                 sparse counts list them, or 'missing'), and {what} has {} rows for {m} genes x \
+                 {n} samples ({} values)",
+                self.cells.len(),
+                m as u128 * n as u128
+            )));
+        }
+        Ok(())
     }
-    // Every gene must have every sample once: rows = genes × samples. A
-    // sparse input fails here, before any matrix, unless absent rows have a
-    // meaning (then only a sample given twice is wrong).
-    let complete = |&r: &u64| match absent {
-        Absent::Error => r != n as u64,
-        Absent::Zero | Absent::Missing => r > n as u64,
-    };
-    if let Some(g) = rows_per_gene.iter().position(complete) {
-        let problem = gene_problem(&cells, g as u32, &genes, &samples, what);
-        return Err(data_error(format!(
-            "{problem}; with layout 'long' every gene needs one row for every sample (a null \
-             value marks it missing; SET kendall.absent = 'zero' reads absent rows as 0, as \
-             sparse counts list them, or 'missing'), and {what} has {} rows for {m} genes x \
-             {n} samples ({} values)",
-            cells.len(),
-            m as u128 * n as u128
-        )));
+
+    /// What is wrong with gene `g` (see [`gene_problem`]).
+    fn gene_problem(&self, g: u32, what: &str) -> String {
+        gene_problem(&self.cells, g, &self.genes, &self.samples, what)
     }
-    // Absent rows are zeros and most values are: kept sparse, with nothing
-    // of size genes × samples allocated (`input::sparse`).
-    let residual = |k: usize| read_residuals.get(k).copied().unwrap_or(0);
-    let nonzero = (0..read.len())
-        .filter(|&k| read[k] != 0.0 || residual(k) != 0)
-        .count();
-    let no_missing = read.iter().all(|x| !x.is_nan());
-    if absent == Absent::Zero
-        && no_missing
-        && nonzero as f64 <= SPARSE_MAX_DENSITY * m as f64 * n as f64
-    {
-        let mut reservation = values.reservation;
-        // Samples numbered in order of their ids (integers by value), not as
-        // met: two inputs then number their shared samples alike (stacking
-        // them copies nothing), and rows sorted by gene and sample id come
-        // sorted (nothing to sort).
+
+    /// The residual of row `k` (0 while every value was exact).
+    fn residual(&self, k: usize) -> i16 {
+        self.read_residuals.get(k).copied().unwrap_or(0)
+    }
+
+    /// Whether the rows may be kept sparse when absent rows are zeros: no
+    /// value is missing and at most [`SPARSE_MAX_DENSITY`] of the genes ×
+    /// samples values are non-zero.
+    fn sparse_enough(&self) -> bool {
+        let (m, n) = (self.genes.len(), self.samples.len());
+        let nonzero = (0..self.read.len())
+            .filter(|&k| self.read[k] != 0.0 || self.residual(k) != 0)
+            .count();
+        let no_missing = self.read.iter().all(|x| !x.is_nan());
+        no_missing && nonzero as f64 <= SPARSE_MAX_DENSITY * m as f64 * n as f64
+    }
+
+    /// Numbers the samples in order of their ids (integers by value), not
+    /// as met: two inputs then number their shared samples alike (stacking
+    /// them copies nothing), and rows sorted by gene and sample id come
+    /// sorted (nothing to sort).
+    fn number_samples_by_id(&mut self) {
+        let n = self.samples.len();
+        let samples = &self.samples;
         let mut by_id: Vec<u32> = (0..n as u32).collect();
         let id_key = |s: u32| {
             let name = &samples.names[s as usize];
@@ -421,92 +507,122 @@ pub(in crate::input) fn load_long(
         if by_id
             .iter()
             .enumerate()
-            .any(|(new, &old)| new as u32 != old)
+            .all(|(new, &old)| new as u32 == old)
         {
-            let mut renumber = vec![0u32; n];
-            for (new, &old) in by_id.iter().enumerate() {
-                renumber[old as usize] = new as u32;
-            }
-            for cell in cells.iter_mut() {
-                cell.1 = renumber[cell.1 as usize];
-            }
-            let mut names = std::mem::take(&mut samples.names);
-            samples.names = by_id
-                .iter()
-                .map(|&old| std::mem::take(&mut names[old as usize]))
-                .collect();
-            samples.index.clear();
+            return;
         }
-        let sparse = if cells.is_sorted_by(|a, b| a < b) {
+        let mut renumber = vec![0u32; n];
+        for (new, &old) in by_id.iter().enumerate() {
+            renumber[old as usize] = new as u32;
+        }
+        for cell in self.cells.iter_mut() {
+            cell.1 = renumber[cell.1 as usize];
+        }
+        let mut names = std::mem::take(&mut self.samples.names);
+        self.samples.names = by_id
+            .iter()
+            .map(|&old| std::mem::take(&mut names[old as usize]))
+            .collect();
+        self.samples.index.clear();
+    }
+
+    /// The matrix kept sparse, nothing of size genes × samples allocated
+    /// (`input::sparse`), its values reserved in `reservation`.
+    fn into_sparse(
+        mut self,
+        mut reservation: Reservation,
+        scratch: &mut Reservation,
+        what: &str,
+    ) -> Result<ExpressionMatrix> {
+        self.number_samples_by_id();
+        let (m, n) = (self.genes.len(), self.samples.len());
+        let sparse = if self.cells.is_sorted_by(|a, b| a < b) {
             // Rows by gene, then sample (as most files come): their arrays
             // become the matrix's, and move from `scratch` (which keeps the
             // ids) to the matrix's reservation.
-            scratch.shrink_to(ids_held);
-            SparseValues::from_sorted_triples(m, cells, read, read_residuals, &mut reservation)?
+            scratch.shrink_to(self.ids_held);
+            let (cells, read, residuals) = (
+                std::mem::take(&mut self.cells),
+                std::mem::take(&mut self.read),
+                std::mem::take(&mut self.read_residuals),
+            );
+            SparseValues::from_sorted_triples(m, cells, read, residuals, &mut reservation)?
         } else {
-            let sparse = match SparseValues::from_triples(
+            let triples = SparseValues::from_triples(
                 (m, n),
-                &cells,
-                &read,
-                &read_residuals,
+                &self.cells,
+                &self.read,
+                &self.read_residuals,
                 &mut reservation,
-            )? {
+            )?;
+            match triples {
                 Ok(sparse) => sparse,
                 Err(RepeatedSample { gene: g }) => {
-                    let problem = gene_problem(&cells, g, &genes, &samples, what);
+                    let problem = self.gene_problem(g, what);
                     return Err(data_error(format!(
                         "{problem}; with layout 'long' a gene has at most one row per sample"
                     )));
                 }
-            };
-            drop((cells, read, read_residuals));
-            sparse
+            }
         };
-        return Ok(ExpressionMatrix::from_sparse(
-            StringArray::from_iter_values(&genes.names),
-            samples.names,
+        Ok(ExpressionMatrix::from_sparse(
+            StringArray::from_iter_values(&self.genes.names),
+            self.samples.names,
             sparse,
             reservation,
-        ));
-    }
-    let matrix_cells = m.checked_mul(n).ok_or_else(|| {
-        data_error(format!(
-            "{what} has {m} genes x {n} samples, more than memory can address"
         ))
-    })?;
-    values.grow_to(matrix_cells)?;
-    if absent == Absent::Missing {
-        // Every cell missing until its row is read.
-        for cell in 0..matrix_cells {
-            values.set(cell, Exact::MISSING)?;
-        }
     }
-    // One bit per (gene, sample): a sample given twice leaves another
-    // unset, and is found when it comes again.
-    let words = matrix_cells.div_ceil(64);
-    scratch.try_grow(words * 8)?;
-    let mut seen = try_filled(words, 0u64, "bitmap of (gene, sample) rows")?;
-    for (k, &(g, s)) in cells.iter().enumerate() {
-        let x = Exact {
-            value: read[k],
-            residual: residual(k),
-        };
-        let cell = g as usize * n + s as usize;
-        if seen[cell / 64] >> (cell % 64) & 1 == 1 {
-            let problem = gene_problem(&cells, g, &genes, &samples, what);
-            return Err(data_error(format!(
-                "{problem}; with layout 'long' a gene has at most one row per sample"
-            )));
+
+    /// The matrix dense: every row's value scattered into its (gene,
+    /// sample) cell of `values`, cells without a row missing when `absent`
+    /// says so (zero when it says zero); a cell given twice is an error.
+    fn into_dense(
+        self,
+        absent: Absent,
+        mut values: ValueBuffer,
+        scratch: &mut Reservation,
+        what: &str,
+    ) -> Result<ExpressionMatrix> {
+        let (m, n) = (self.genes.len(), self.samples.len());
+        let matrix_cells = m.checked_mul(n).ok_or_else(|| {
+            data_error(format!(
+                "{what} has {m} genes x {n} samples, more than memory can address"
+            ))
+        })?;
+        values.grow_to(matrix_cells)?;
+        if absent == Absent::Missing {
+            // Every cell missing until its row is read.
+            for cell in 0..matrix_cells {
+                values.set(cell, Exact::MISSING)?;
+            }
         }
-        seen[cell / 64] |= 1 << (cell % 64);
-        values.set(cell, x)?;
+        // One bit per (gene, sample): a sample given twice leaves another
+        // unset, and is found when it comes again.
+        let words = matrix_cells.div_ceil(64);
+        scratch.try_grow(words * 8)?;
+        let mut seen = try_filled(words, 0u64, "bitmap of (gene, sample) rows")?;
+        for (k, &(g, s)) in self.cells.iter().enumerate() {
+            let x = Exact {
+                value: self.read[k],
+                residual: self.residual(k),
+            };
+            let cell = g as usize * n + s as usize;
+            if seen[cell / 64] >> (cell % 64) & 1 == 1 {
+                let problem = self.gene_problem(g, what);
+                return Err(data_error(format!(
+                    "{problem}; with layout 'long' a gene has at most one row per sample"
+                )));
+            }
+            seen[cell / 64] |= 1 << (cell % 64);
+            values.set(cell, x)?;
+        }
+        Ok(ExpressionMatrix::new(
+            StringArray::from_iter_values(&self.genes.names),
+            n,
+            values,
+            self.samples.names,
+        ))
     }
-    Ok(ExpressionMatrix::new(
-        StringArray::from_iter_values(&genes.names),
-        n,
-        values,
-        samples.names,
-    ))
 }
 
 #[cfg(test)]

@@ -1,49 +1,20 @@
 //! The three layouts of an expression matrix, one file each: genes as rows
 //! ([`rows`]), genes as columns ([`columns`]) and long (tidy) triples
 //! ([`long`]). Each checks a source's schema for its layout (`inspect_*`)
-//! and reads its batches into an [`ExpressionMatrix`](super::ExpressionMatrix)
+//! and reads its batches into an [`ExpressionMatrix`](crate::input::ExpressionMatrix)
 //! (`load_*`).
 
 mod columns;
 mod long;
 mod rows;
 
-pub(super) use columns::{inspect_columns, load_columns, too_few_samples};
+pub(super) use columns::{inspect_columns, load_columns};
 pub(super) use long::{inspect_long, load_long};
 pub(super) use rows::{load_rows, rows_columns};
 
 use datafusion::error::{DataFusionError, Result};
 
 use crate::memory::Reservation;
-
-crate::option_enum::option_enum! {
-    /// How the expression matrix is laid out (`SET kendall.layout = ...`).
-    pub enum Layout: "kendall.layout" {
-        /// One row per gene, one column per sample (the default).
-        #[default]
-        GenesAsRows = "genes_as_rows",
-        /// One row per sample, one column per gene (AnnData / machine learning).
-        GenesAsColumns = "genes_as_columns",
-        /// One row per value: gene, sample, value columns (tidy data).
-        Long = "long",
-    }
-}
-
-crate::option_enum::option_enum! {
-    /// What a (gene, sample) without a row in a long input means
-    /// (`SET kendall.absent = ...`).
-    pub enum Absent: "kendall.absent" {
-        /// An error naming the gene and the sample (the default): every gene
-        /// must have a row for every sample.
-        #[default]
-        Error = "error",
-        /// The value 0: sparse triples (single-cell counts) list only non-zero
-        /// values.
-        Zero = "zero",
-        /// A missing value, as a null would be (see `kendall.missing`).
-        Missing = "missing",
-    }
-}
 
 /// Grows `v` to hold `extra` more elements, accounting the capacity in
 /// `reservation` first; capacity grows by half, so that a source read batch

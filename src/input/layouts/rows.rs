@@ -7,11 +7,12 @@ use datafusion::arrow::array::{Array, AsArray, RecordBatch, StringArray, StringB
 use datafusion::arrow::datatypes::{DataType, SchemaRef};
 use datafusion::error::Result;
 
+use crate::error::{data_error, plan_error};
+use crate::input::matrix::ExpressionMatrix;
+use crate::input::names::{ID_OVERHEAD, column_as, column_list, is_text};
+use crate::input::read::InputBatches;
+use crate::input::spec::InputSpec;
 use crate::input::values::{NumericColumn, ValueBuffer};
-use crate::input::{
-    ExpressionMatrix, ID_OVERHEAD, InputBatches, InputSpec, column_as, column_list, data_error,
-    is_text, plan_error,
-};
 use crate::memory::Reservation;
 use std::collections::hash_map::Entry;
 

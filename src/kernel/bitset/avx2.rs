@@ -50,7 +50,7 @@ fn byte_counts(v: __m256i) -> __m256i {
 
 /// [`super::scalar::compare64`], 8 ranks per comparison: ranks are below
 /// 2^31, so the signed comparison orders them, and
-/// [`MISSING_RANK`](crate::input::MISSING_RANK) (-1 as a signed lane) is
+/// [`MISSING_RANK`](crate::rank::MISSING_RANK) (-1 as a signed lane) is
 /// never "greater" and is taken out of "less".
 ///
 /// # Safety

@@ -21,7 +21,7 @@ pub(super) const OPS: super::Ops = super::Ops {
 pub unsafe fn compare64(ra: u32, chunk: &[u32]) -> (u64, u64) {
     debug_assert!(chunk.len() <= 64);
     let a = _mm512_set1_epi32(ra as i32);
-    let missing = _mm512_set1_epi32(crate::input::MISSING_RANK as i32);
+    let missing = _mm512_set1_epi32(crate::rank::MISSING_RANK as i32);
     let (mut greater, mut less) = (0u64, 0u64);
     let mut k = 0;
     while k < chunk.len() {

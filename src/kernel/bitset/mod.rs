@@ -52,11 +52,12 @@ use rayon::prelude::*;
 
 use datafusion::error::Result;
 
+use super::PairNumerator;
 use super::bound::{ExitCounts, PairRange, SBound};
 use super::isa::Isa;
-use super::{PairNumerator, pair_count};
-use crate::input::{MISSING_RANK, RankedMatrix};
 use crate::memory::try_filled;
+use crate::rank::pair_count;
+use crate::rank::{MISSING_RANK, RankedMatrix};
 use ties::TiedPairs;
 
 /// Words (u64) per plane: enough for n0 bits, rounded up to 8 (one zmm).
@@ -326,6 +327,168 @@ pub fn exit_block_words(words: usize) -> usize {
     (words / 8).div_ceil(8).max(1) * 8
 }
 
+/// `S` of genes `i` and `j` from their full count on `path` (`nd` on the
+/// XOR and one-popcount paths, `S` itself on the two-popcount one); `c` is
+/// the lists' correction on the XOR-with-lists path.
+#[inline(always)]
+fn pair_s(
+    p: &BitPlanes,
+    m: &RankedMatrix,
+    n0: i64,
+    path: Path,
+    (i, j): (usize, usize),
+    count: i64,
+    c: i64,
+) -> i64 {
+    match path {
+        Path::Xor => n0 - 2 * count,
+        Path::XorLists => n0 - 2 * count + c,
+        Path::OnePopcount => one_popcount_s(p, m, n0, i, j, count),
+        Path::TwoPopcounts => count,
+    }
+}
+
+/// The pairs of group `g`'s live rows (`j > i`, not past its end) with
+/// column `j` appended to `out`, row `k` (gene `i`) with the `S` that
+/// `s(k, i)` gives.
+#[inline(always)]
+fn push_pairs(
+    out: &mut Vec<PairNumerator>,
+    g: &Group<'_>,
+    j: usize,
+    s: impl Fn(usize, usize) -> i64,
+) {
+    for (k, &i) in g.idx.iter().enumerate().take(g.r) {
+        if j > i {
+            out.push(PairNumerator {
+                i: i as u32,
+                j: j as u32,
+                s: s(k, i),
+            });
+        }
+    }
+}
+
+/// One group of up to four rows of a block (see [`Bitset::block_bounded`])
+/// and what its columns' paths depend on.
+struct Group<'a> {
+    /// The group's rows; lanes past its end repeat its last row, their
+    /// results dropped.
+    idx: [usize; 4],
+    /// Rows in the group.
+    r: usize,
+    /// The rows' planes.
+    gu: [&'a [u64]; 4],
+    uu: [&'a [u64]; 4],
+    /// Every row is tie-free and complete.
+    rows_untied: bool,
+    /// Every row's tied pairs are listed (tie-free rows are, with empty
+    /// lists).
+    rows_listed: bool,
+    /// No row has a missing value.
+    rows_complete: bool,
+    /// The rows' tied pairs, summed (0 when tie-free).
+    rows_tie_pairs: u64,
+    /// The group's first column: past the block's start and its first row.
+    first: usize,
+    /// Planes a row takes in the loops: G alone on the XOR paths, else G
+    /// and U.
+    planes_per_row: usize,
+    /// Sample pairs, `n0`.
+    n0: i64,
+}
+
+impl<'a> Group<'a> {
+    /// The group of `rows` (one to four) of a block whose columns start at
+    /// `start`.
+    fn new(kernel: &'a Bitset, m: &RankedMatrix, rows: &[u32], start: usize) -> Self {
+        let p = &*kernel.planes;
+        let r = rows.len();
+        let idx: [usize; 4] = std::array::from_fn(|k| rows[k.min(r - 1)] as usize);
+        let rows_untied = rows.iter().all(|&i| m.untied(i as usize));
+        let rows_listed = rows_untied || rows.iter().all(|&i| p.ties.listed(m, i as usize));
+        let rows_tie_pairs = if rows_untied {
+            0
+        } else {
+            rows.iter().map(|&i| m.tie_pairs(i as usize)).sum()
+        };
+        Self {
+            idx,
+            r,
+            gu: idx.map(|i| p.g(i)),
+            uu: idx.map(|i| p.u(i)),
+            rows_untied,
+            rows_listed,
+            rows_complete: rows.iter().all(|&i| !m.has_gaps(i as usize)),
+            rows_tie_pairs,
+            first: start.max(rows.iter().copied().min().unwrap_or(0) as usize + 1),
+            planes_per_row: if rows_untied || rows_listed { 1 } else { 2 },
+            n0: i64::try_from(m.n0()).expect("n0 fits i64"),
+        }
+    }
+
+    /// The path of the group's column `j`.
+    #[inline(always)]
+    fn path_of(&self, kernel: &Bitset, m: &RankedMatrix, j: usize) -> Path {
+        let p = &*kernel.planes;
+        let r = self.r as u64;
+        if self.rows_untied && m.untied(j) {
+            Path::Xor
+        } else if self.rows_listed
+            && p.ties.listed(m, j)
+            && self.rows_tie_pairs + r * m.tie_pairs(j) <= r * kernel.xor_lists_budget
+        {
+            Path::XorLists
+        } else if kernel.one_popcount_budget > 0
+            && self.rows_complete
+            && !m.has_gaps(j)
+            && self.idx[..self.r]
+                .iter()
+                .map(|&i| m.tie_pairs(i).min(m.tie_pairs(j)))
+                .sum::<u64>()
+                <= kernel.one_popcount_budget
+        {
+            Path::OnePopcount
+        } else {
+            Path::TwoPopcounts
+        }
+    }
+}
+
+/// What a block's groups reuse: the chunked loop's columns and bounds, and
+/// the group's ranks interleaved for the lists' correction.
+#[derive(Default)]
+struct Scratch {
+    /// Per column of a group: its path and its counts so far.
+    columns: Vec<(Path, [i64; 4])>,
+    /// Per column of a group, under a bound: the column's bound and the
+    /// words after which its count stopped.
+    bounds: Vec<(Option<ColumnExit>, Option<usize>)>,
+    /// The group's ranks interleaved (built on the group's first
+    /// XOR-with-lists column; `interleaved` says whether they are).
+    ranks4: Vec<[i32; 4]>,
+    interleaved: bool,
+}
+
+impl Scratch {
+    /// The lists' corrections of rows `idx` and column `j`, the rows'
+    /// ranks interleaved first when they are not yet.
+    #[inline]
+    fn corrections(
+        &mut self,
+        p: &BitPlanes,
+        m: &RankedMatrix,
+        idx: [usize; 4],
+        j: usize,
+    ) -> [i64; 4] {
+        if !self.interleaved {
+            ties::interleave4(m, idx, &mut self.ranks4);
+            self.interleaved = true;
+        }
+        p.ties.xor_corrections4(m, idx, &self.ranks4, j)
+    }
+}
+
 /// A group's column under a filter's bound (see [`Bitset::block_bounded`]).
 #[derive(Debug, Clone, Copy)]
 struct ColumnExit {
@@ -485,14 +648,34 @@ impl Bitset {
         exit: Option<&SBound>,
         exits: &mut ExitCounts,
     ) {
+        let mut sorted = Vec::new();
+        let rows = self.rows_by_class(m, rows, &mut sorted);
+        let mut scratch = Scratch::default();
+        for group in rows.chunks(4) {
+            let g = Group::new(self, m, group, cols.start);
+            scratch.interleaved = false;
+            if g.planes_per_row * 4 * self.planes.words() * 8 <= WHOLE_ROWS_BYTES {
+                self.group_whole_rows(m, &g, cols.end, exit, &mut scratch, out, exits);
+            } else {
+                self.group_in_chunks(m, &g, cols.end, exit, &mut scratch, out, exits);
+            }
+        }
+    }
+
+    /// `rows` ordered tie-free first, then listed tied ones, then the rest
+    /// (stable: rows keep their order within a class), in `sorted` unless
+    /// they come so. A group of four takes an XOR path only when all four
+    /// rows allow it, so mixing tied rows into every group (real data: a
+    /// fifth of the genes tied) would send most pairs down a tied path.
+    /// Pairs come out in another order; nothing depends on the order within
+    /// a block.
+    fn rows_by_class<'r>(
+        &self,
+        m: &RankedMatrix,
+        rows: &'r [u32],
+        sorted: &'r mut Vec<u32>,
+    ) -> &'r [u32] {
         let p = &*self.planes;
-        let n0 = i64::try_from(m.n0()).expect("n0 fits i64");
-        let budget = self.one_popcount_budget;
-        // Tie-free rows first, then listed tied ones, then the rest: a
-        // group of four takes an XOR path only when all four rows allow it,
-        // so mixing tied rows into every group (real data: a fifth of the
-        // genes tied) would send most pairs down a tied path. Pairs come out
-        // in another order; nothing depends on the order within a block.
         let class = |i: u32| {
             let i = i as usize;
             if m.untied(i) {
@@ -503,223 +686,168 @@ impl Bitset {
                 2
             }
         };
-        let sorted: Vec<u32>;
-        let rows = if rows.iter().is_sorted_by_key(|&i| class(i)) {
-            rows
-        } else {
-            let mut keyed: Vec<(u8, u32)> = rows.iter().map(|&i| (class(i), i)).collect();
-            keyed.sort_by_key(|&(c, _)| c); // stable: rows keep their order
-            sorted = keyed.into_iter().map(|(_, i)| i).collect();
-            &sorted
-        };
-        let lists_budget = self.xor_lists_budget;
-        // Per column of a group: its path and its counts so far.
-        // (`nd` on the tie-free and one-popcount paths, `S` on the other).
-        let mut columns: Vec<(Path, [i64; 4])> = Vec::new();
-        // The group's ranks interleaved for the lists' correction.
-        let mut ranks4: Vec<[i32; 4]> = Vec::new();
-        // Per column of a group, under a bound: the column's bound and the
-        // words after which its count stopped.
-        let mut bounds: Vec<(Option<ColumnExit>, Option<usize>)> = Vec::new();
-        for group in rows.chunks(4) {
-            let r = group.len();
-            // Lanes past the group's end repeat its last row; their results are dropped.
-            let idx: [usize; 4] = std::array::from_fn(|k| group[k.min(r - 1)] as usize);
-            let (gu, uu) = (idx.map(|i| p.g(i)), idx.map(|i| p.u(i)));
-            let rows_untied = group.iter().all(|&i| m.untied(i as usize));
-            // (Tie-free rows are listed, with empty lists.)
-            let rows_listed = rows_untied || group.iter().all(|&i| p.ties.listed(m, i as usize));
-            let rows_complete = group.iter().all(|&i| !m.has_gaps(i as usize));
-            let rows_tie_pairs: u64 = if rows_untied {
-                0
-            } else {
-                group.iter().map(|&i| m.tie_pairs(i as usize)).sum()
-            };
-            // Built on the group's first XOR-with-lists column.
-            let mut interleaved = false;
-            let first = cols
-                .start
-                .max(group.iter().copied().min().unwrap_or(0) as usize + 1);
-            let path_of = |j: usize| {
-                if rows_untied && m.untied(j) {
-                    Path::Xor
-                } else if rows_listed
-                    && p.ties.listed(m, j)
-                    && rows_tie_pairs + r as u64 * m.tie_pairs(j) <= r as u64 * lists_budget
-                {
-                    Path::XorLists
-                } else if budget > 0
-                    && rows_complete
-                    && !m.has_gaps(j)
-                    && idx[..r]
-                        .iter()
-                        .map(|&i| m.tie_pairs(i).min(m.tie_pairs(j)))
-                        .sum::<u64>()
-                        <= budget
-                {
-                    Path::OnePopcount
-                } else {
-                    Path::TwoPopcounts
-                }
-            };
-            // Rows that stay in the L1 cache with a column's planes are
-            // computed one column at a time over whole planes (the hot loop
-            // of small n: walking it through `columns` as the chunks do was
-            // 13–24 % slower at n = 57 and 128, measured); longer ones
-            // in chunks of words, every column per chunk, so that the rows'
-            // chunks stay cached while the columns stream past them (four
-            // tied rows at n = 310 are 48 KiB of planes).
-            let planes_per_row = if rows_untied || rows_listed { 1 } else { 2 };
-            if planes_per_row * 4 * p.words() * 8 <= WHOLE_ROWS_BYTES {
-                for j in first..cols.end {
-                    let (gv, uv) = (p.g(j), p.u(j));
-                    let path = path_of(j);
-                    let bound = exit.and_then(|e| {
-                        let lists = (&mut interleaved, &mut ranks4);
-                        self.column_exit(e, m, idx, r, j, path, n0, lists)
-                    });
-                    if let Some(bound) = bound {
-                        // Blocks of words, the bound checked between them.
-                        let step = exit_block_words(p.words());
-                        let mut counts = [0i64; 4];
-                        let mut w0 = 0;
-                        let mut stopped = bound.stops(path, &counts, n0);
-                        while !stopped && w0 < p.words() {
-                            let w1 = (w0 + step).min(p.words());
-                            let (gu, uu) = (gu.map(|x| &x[w0..w1]), uu.map(|x| &x[w0..w1]));
-                            self.count(path, gu, uu, &gv[w0..w1], &uv[w0..w1], &mut counts);
-                            w0 = w1;
-                            if w0 < p.words() {
-                                stopped = bound.stops(path, &counts, left_after(n0, w0));
-                            }
-                        }
-                        if stopped {
-                            exits.add(bound.stopped(w0, p.words()));
-                            continue;
-                        }
-                        for (k, &i) in idx.iter().enumerate().take(r) {
-                            if j > i {
-                                out.push(PairNumerator {
-                                    i: i as u32,
-                                    j: j as u32,
-                                    s: bound.s(path, k, counts[k]),
-                                });
-                            }
-                        }
-                        continue;
-                    }
-                    let s: [i64; 4] = match path {
-                        Path::Xor => self.xor_pop4(gu, gv).map(|nd| n0 - 2 * nd as i64),
-                        Path::XorLists => {
-                            if !interleaved {
-                                ties::interleave4(m, idx, &mut ranks4);
-                                interleaved = true;
-                            }
-                            let nd = self.xor_pop4(gu, gv);
-                            let c = p.ties.xor_corrections4(m, idx, &ranks4, j);
-                            std::array::from_fn(|k| n0 - 2 * nd[k] as i64 + c[k])
-                        }
-                        Path::OnePopcount => {
-                            let nd = self.disc_pop4(gu, uu, gv, uv);
-                            std::array::from_fn(|k| {
-                                if k < r && j > idx[k] {
-                                    one_popcount_s(p, m, n0, idx[k], j, nd[k] as i64)
-                                } else {
-                                    0 // dropped below
-                                }
-                            })
-                        }
-                        Path::TwoPopcounts => self.s_pop4(gu, uu, gv, uv),
-                    };
-                    for (k, &i) in idx.iter().enumerate().take(r) {
-                        if j > i {
-                            out.push(PairNumerator {
-                                i: i as u32,
-                                j: j as u32,
-                                s: s[k],
-                            });
-                        }
-                    }
-                }
+        if rows.iter().is_sorted_by_key(|&i| class(i)) {
+            return rows;
+        }
+        let mut keyed: Vec<(u8, u32)> = rows.iter().map(|&i| (class(i), i)).collect();
+        keyed.sort_by_key(|&(c, _)| c); // stable: rows keep their order
+        *sorted = keyed.into_iter().map(|(_, i)| i).collect();
+        sorted
+    }
+
+    /// A group's columns `g.first..end` one at a time over whole planes:
+    /// rows that stay in the L1 cache with a column's planes (the hot loop
+    /// of small n: walking it through the chunks' columns was 13–24 %
+    /// slower at n = 57 and 128, measured). Under a bound, a column is
+    /// counted in blocks of words, the bound checked between them.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn group_whole_rows(
+        &self,
+        m: &RankedMatrix,
+        g: &Group<'_>,
+        end: usize,
+        exit: Option<&SBound>,
+        scratch: &mut Scratch,
+        out: &mut Vec<PairNumerator>,
+        exits: &mut ExitCounts,
+    ) {
+        let p = &*self.planes;
+        let words = p.words();
+        for j in g.first..end {
+            let (gv, uv) = (p.g(j), p.u(j));
+            let path = g.path_of(self, m, j);
+            let bound =
+                exit.and_then(|e| self.column_exit(e, m, g.idx, g.r, j, path, g.n0, scratch));
+            let mut counts = [0i64; 4];
+            let Some(bound) = bound else {
+                self.count(path, g.gu, g.uu, gv, uv, &mut counts);
+                self.finish_column(m, g, j, path, &counts, None, scratch, out, exits);
                 continue;
-            }
-            columns.clear();
-            columns.extend((first..cols.end).map(|j| (path_of(j), [0i64; 4])));
-            // Under a bound: each column's bound, and the words after which
-            // it stopped (the chunks are its blocks).
-            bounds.clear();
-            if let Some(e) = exit {
-                for (j, (path, counts)) in (first..).zip(&columns) {
-                    let lists = (&mut interleaved, &mut ranks4);
-                    let bound = self.column_exit(e, m, idx, r, j, *path, n0, lists);
-                    let stopped = bound.as_ref().is_some_and(|b| b.stops(*path, counts, n0));
-                    bounds.push((bound, stopped.then_some(0)));
-                }
-            }
-            let chunk = CHUNK_BYTES / (planes_per_row * 4 * 8);
+            };
+            let step = exit_block_words(words);
             let mut w0 = 0;
-            while w0 < p.words() {
-                let w1 = (w0 + chunk).min(p.words());
-                let (gu, uu) = (gu.map(|x| &x[w0..w1]), uu.map(|x| &x[w0..w1]));
-                for (c, (j, (path, counts))) in (first..).zip(columns.iter_mut()).enumerate() {
-                    if bounds.get(c).is_some_and(|b| b.1.is_some()) {
-                        continue; // stopped
-                    }
-                    let (gv, uv) = (&p.g(j)[w0..w1], &p.u(j)[w0..w1]);
-                    self.count(*path, gu, uu, gv, uv, counts);
-                    if let Some((Some(bound), stopped)) = bounds.get_mut(c)
-                        && w1 < p.words()
-                        && bound.stops(*path, counts, left_after(n0, w1))
-                    {
-                        *stopped = Some(w1);
-                    }
-                }
+            let mut stopped = bound.stops(path, &counts, g.n0);
+            while !stopped && w0 < words {
+                let w1 = (w0 + step).min(words);
+                let (gu, uu) = (g.gu.map(|x| &x[w0..w1]), g.uu.map(|x| &x[w0..w1]));
+                self.count(path, gu, uu, &gv[w0..w1], &uv[w0..w1], &mut counts);
                 w0 = w1;
-            }
-            for (c, (j, (path, counts))) in (first..).zip(&columns).enumerate() {
-                if let Some((bound, stopped)) = bounds.get(c) {
-                    if let (Some(bound), Some(at)) = (bound, stopped) {
-                        exits.add(bound.stopped(*at, p.words()));
-                        continue;
-                    }
-                    if let Some(bound) = bound {
-                        for (k, &i) in idx.iter().enumerate().take(r) {
-                            if j > i {
-                                out.push(PairNumerator {
-                                    i: i as u32,
-                                    j: j as u32,
-                                    s: bound.s(*path, k, counts[k]),
-                                });
-                            }
-                        }
-                        continue;
-                    }
+                if w0 < words {
+                    stopped = bound.stops(path, &counts, left_after(g.n0, w0));
                 }
+            }
+            let at = stopped.then_some(w0);
+            self.finish_column(
+                m,
+                g,
+                j,
+                path,
+                &counts,
+                Some((&bound, at)),
+                scratch,
+                out,
+                exits,
+            );
+        }
+    }
+
+    /// A group's columns `g.first..end` in chunks of words, every column per
+    /// chunk, so that the rows' chunks stay cached while the columns stream
+    /// past them (four tied rows at n = 310 are 48 KiB of planes). Under a
+    /// bound, the chunks are a column's blocks.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn group_in_chunks(
+        &self,
+        m: &RankedMatrix,
+        g: &Group<'_>,
+        end: usize,
+        exit: Option<&SBound>,
+        scratch: &mut Scratch,
+        out: &mut Vec<PairNumerator>,
+        exits: &mut ExitCounts,
+    ) {
+        let p = &*self.planes;
+        let words = p.words();
+        // Per column: its path and its counts so far (`nd` on the tie-free
+        // and one-popcount paths, `S` on the other).
+        let mut columns = std::mem::take(&mut scratch.columns);
+        columns.clear();
+        columns.extend((g.first..end).map(|j| (g.path_of(self, m, j), [0i64; 4])));
+        // Under a bound: each column's bound, and the words after which it
+        // stopped.
+        let mut bounds = std::mem::take(&mut scratch.bounds);
+        bounds.clear();
+        if let Some(e) = exit {
+            for (j, (path, counts)) in (g.first..).zip(&columns) {
+                let bound = self.column_exit(e, m, g.idx, g.r, j, *path, g.n0, scratch);
+                let stopped = bound.as_ref().is_some_and(|b| b.stops(*path, counts, g.n0));
+                bounds.push((bound, stopped.then_some(0)));
+            }
+        }
+        let chunk = CHUNK_BYTES / (g.planes_per_row * 4 * 8);
+        let mut w0 = 0;
+        while w0 < words {
+            let w1 = (w0 + chunk).min(words);
+            let (gu, uu) = (g.gu.map(|x| &x[w0..w1]), g.uu.map(|x| &x[w0..w1]));
+            for (c, (j, (path, counts))) in (g.first..).zip(columns.iter_mut()).enumerate() {
+                if bounds.get(c).is_some_and(|b| b.1.is_some()) {
+                    continue; // stopped
+                }
+                let (gv, uv) = (&p.g(j)[w0..w1], &p.u(j)[w0..w1]);
+                self.count(*path, gu, uu, gv, uv, counts);
+                if let Some((Some(bound), stopped)) = bounds.get_mut(c)
+                    && w1 < words
+                    && bound.stops(*path, counts, left_after(g.n0, w1))
+                {
+                    *stopped = Some(w1);
+                }
+            }
+            w0 = w1;
+        }
+        for (c, (j, (path, counts))) in (g.first..).zip(&columns).enumerate() {
+            let bound = match bounds.get(c) {
+                Some((Some(bound), at)) => Some((bound, *at)),
+                _ => None,
+            };
+            self.finish_column(m, g, j, *path, counts, bound, scratch, out, exits);
+        }
+        scratch.columns = columns;
+        scratch.bounds = bounds;
+    }
+
+    /// A group's column `j` counted in full on `path` (`counts`), or
+    /// stopped under its bound (`bound`: the bound, and the words after
+    /// which it stopped): the pairs of the column's live rows appended to
+    /// `out` with their `S` ([`pair_s`], or the bound's own), or, stopped,
+    /// counted in `exits`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn finish_column(
+        &self,
+        m: &RankedMatrix,
+        g: &Group<'_>,
+        j: usize,
+        path: Path,
+        counts: &[i64; 4],
+        bound: Option<(&ColumnExit, Option<usize>)>,
+        scratch: &mut Scratch,
+        out: &mut Vec<PairNumerator>,
+        exits: &mut ExitCounts,
+    ) {
+        let p = &*self.planes;
+        match bound {
+            Some((bound, Some(at))) => exits.add(bound.stopped(at, p.words())),
+            Some((bound, None)) => push_pairs(out, g, j, |k, _| bound.s(path, k, counts[k])),
+            None => {
                 let c = match path {
-                    Path::XorLists => {
-                        if !interleaved {
-                            ties::interleave4(m, idx, &mut ranks4);
-                            interleaved = true;
-                        }
-                        p.ties.xor_corrections4(m, idx, &ranks4, j)
-                    }
+                    Path::XorLists => scratch.corrections(p, m, g.idx, j),
                     _ => [0; 4],
                 };
-                for (k, &i) in idx.iter().enumerate().take(r) {
-                    if j > i {
-                        let s = match path {
-                            Path::Xor => n0 - 2 * counts[k],
-                            Path::XorLists => n0 - 2 * counts[k] + c[k],
-                            Path::OnePopcount => one_popcount_s(p, m, n0, i, j, counts[k]),
-                            Path::TwoPopcounts => counts[k],
-                        };
-                        out.push(PairNumerator {
-                            i: i as u32,
-                            j: j as u32,
-                            s,
-                        });
-                    }
-                }
+                push_pairs(out, g, j, |k, i| {
+                    pair_s(p, m, g.n0, path, (i, j), counts[k], c[k])
+                });
             }
         }
     }
@@ -728,7 +856,7 @@ impl Bitset {
     /// `r` of them real), or `None` when some pair of it may never stop
     /// (a gene with missing values, a NaN tau). Computes what `S` adds to
     /// the count first (the lists' correction, `n3`), with the group's
-    /// ranks interleaved on the first need (`lists`).
+    /// ranks interleaved on the first need (`scratch`).
     #[allow(clippy::too_many_arguments)]
     #[inline]
     fn column_exit(
@@ -740,7 +868,7 @@ impl Bitset {
         j: usize,
         path: Path,
         n0: i64,
-        lists: (&mut bool, &mut Vec<[i32; 4]>),
+        scratch: &mut Scratch,
     ) -> Option<ColumnExit> {
         let p = &*self.planes;
         let live = |k: usize| k < r && j > idx[k];
@@ -756,12 +884,7 @@ impl Bitset {
         let base: [i64; 4] = match path {
             Path::Xor => [n0; 4],
             Path::XorLists => {
-                let (interleaved, ranks4) = lists;
-                if !*interleaved {
-                    ties::interleave4(m, idx, ranks4);
-                    *interleaved = true;
-                }
-                let c = p.ties.xor_corrections4(m, idx, ranks4, j);
+                let c = scratch.corrections(p, m, idx, j);
                 std::array::from_fn(|k| n0 + c[k])
             }
             Path::OnePopcount => std::array::from_fn(|k| {

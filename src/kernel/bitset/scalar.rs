@@ -24,14 +24,14 @@ pub(super) const POPCNT_OPS: super::Ops = super::Ops {
 /// The G and L (x_b < x_a) bits of one stretch of a plane row: bit `k` of the first
 /// word is set when `chunk[k] > ra` (`chunk[k]` present), of the second when
 /// `chunk[k] < ra`; `chunk` holds at most 64 ranks, `ra` is present.
-/// [`MISSING_RANK`](crate::input::MISSING_RANK) is above every rank: never
+/// [`MISSING_RANK`](crate::rank::MISSING_RANK) is above every rank: never
 /// "less", and excluded from "greater" explicitly.
 #[inline]
 pub fn compare64(ra: u32, chunk: &[u32]) -> (u64, u64) {
     debug_assert!(chunk.len() <= 64);
     let (mut greater, mut less) = (0u64, 0u64);
     for (k, &rb) in chunk.iter().enumerate() {
-        greater |= u64::from(rb > ra && rb != crate::input::MISSING_RANK) << k;
+        greater |= u64::from(rb > ra && rb != crate::rank::MISSING_RANK) << k;
         less |= u64::from(rb < ra) << k;
     }
     (greater, less)

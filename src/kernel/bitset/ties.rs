@@ -17,8 +17,8 @@
 
 use datafusion::error::Result;
 
-use crate::input::RankedMatrix;
 use crate::memory::try_with_capacity;
+use crate::rank::RankedMatrix;
 
 /// The samples `(a, b)` of a listed pair `a << 16 | b`.
 #[inline(always)]

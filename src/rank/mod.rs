@@ -1,17 +1,37 @@
 //! Rank transform: each gene once, before any pair is computed.
+//!
+//! An [`ExpressionMatrix`](crate::input::ExpressionMatrix) becomes a
+//! [`RankedMatrix`]: each gene's dense ranks, its samples in rank order and
+//! its ties ([`GeneTies`], the terms tau needs besides a pair's numerator),
+//! computed here once per gene instead of once per pair. A sparse matrix is
+//! ranked sparse (`sparse.rs`: each gene's non-zero samples in rank order,
+//! the zeros implicit). The kernels read the ranked matrix.
 
 use std::mem::size_of;
 
 use datafusion::error::Result;
 use rayon::prelude::*;
 
-// Up a floor, on purpose: ranking a gene fills in the tie terms tau needs
-// (the kernels' `GeneTies`), once per gene instead of once per pair.
-use crate::kernel::{GeneTies, pair_count};
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 
 mod sparse;
 pub use sparse::{DensePair, SparseGene};
+
+/// Number of sample pairs, `n0 = n(n-1)/2`.
+pub fn pair_count(samples: usize) -> u64 {
+    let n = samples as u64;
+    n * n.saturating_sub(1) / 2
+}
+
+/// What tau needs to know of one gene besides the pair's numerator;
+/// computed once per gene by [`RankedMatrix`] (see [`crate::kernel::tau`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct GeneTies {
+    /// Tied sample pairs, `Σ t(t-1)/2` over groups of equal values.
+    pub tie_pairs: u64,
+    /// Number of distinct values.
+    pub distinct: u32,
+}
 
 /// Rank of a missing value: above every real rank, never equal to one.
 pub const MISSING_RANK: u32 = u32::MAX;
@@ -28,11 +48,8 @@ pub const MISSING_RANK: u32 = u32::MAX;
 pub struct RankedMatrix {
     genes: usize,
     samples: usize,
-    /// genes × samples, row-major.
-    ranks: Vec<u32>,
-    /// Per gene, its present samples in ascending (rank, index) order, then
-    /// its missing samples in index order.
-    order: Vec<u32>,
+    /// The ranks, dense or of a sparse matrix's non-zero values.
+    form: RankForm,
     /// Per gene, its statistics over its present values.
     summaries: Vec<GeneSummary>,
     /// Groups of two or more equal values, as (start, length) ranges of the
@@ -45,9 +62,34 @@ pub struct RankedMatrix {
     mask_words: usize,
     /// Some gene is [`RankedMatrix::two_valued`].
     any_two_valued: bool,
-    /// The ranks of a sparse matrix (`ranks` and `order` are then empty):
-    /// see [`RankedMatrix::try_build_sparse`].
-    sparse: Option<sparse::SparseRanks>,
+}
+
+/// The ranks of a [`RankedMatrix`] in one of its two forms.
+#[derive(Debug, Clone)]
+enum RankForm {
+    /// Every value's rank.
+    Dense {
+        /// genes × samples, row-major.
+        ranks: Vec<u32>,
+        /// Per gene, its present samples in ascending (rank, index) order,
+        /// then its missing samples in index order.
+        order: Vec<u32>,
+    },
+    /// The ranks of a sparse matrix's non-zero values: see
+    /// [`RankedMatrix::try_build_sparse`].
+    Sparse(sparse::SparseRanks),
+}
+
+impl RankForm {
+    /// Heap bytes the ranks hold.
+    fn heap_bytes(&self) -> usize {
+        match self {
+            RankForm::Dense { ranks, order } => {
+                ranks.capacity() * size_of::<u32>() + order.capacity() * size_of::<u32>()
+            }
+            RankForm::Sparse(s) => s.heap_bytes(),
+        }
+    }
 }
 
 /// Tie terms of one gene in the variance of Kendall's S (Kendall 1970, as
@@ -150,13 +192,11 @@ impl RankedMatrix {
 
     /// Heap bytes this matrix holds.
     pub fn heap_bytes(&self) -> usize {
-        self.ranks.capacity() * size_of::<u32>()
-            + self.order.capacity() * size_of::<u32>()
+        self.form.heap_bytes()
             + self.summaries.capacity() * size_of::<GeneSummary>()
             + self.groups.capacity() * size_of::<(u32, u32)>()
             + self.group_start.capacity() * size_of::<usize>()
             + self.valid.capacity() * size_of::<u64>()
-            + self.sparse.as_ref().map_or(0, |s| s.heap_bytes())
     }
 
     /// [`RankedMatrix::from_exact`] with its memory reserved in
@@ -236,11 +276,9 @@ impl RankedMatrix {
             .any(|(s, _)| s.ties.distinct == 2 && s.present as usize == samples);
         let matrix = Self {
             any_two_valued,
-            sparse: None,
             genes,
             samples,
-            ranks,
-            order,
+            form: RankForm::Dense { ranks, order },
             summaries: ranked.iter().map(|(s, _)| *s).collect(),
             groups,
             group_start,
@@ -273,16 +311,20 @@ impl RankedMatrix {
     /// [`DensePair`]).
     #[inline]
     pub fn ranks(&self, g: usize) -> &[u32] {
-        debug_assert!(self.sparse.is_none(), "dense ranks of a sparse matrix");
-        &self.ranks[g * self.samples..(g + 1) * self.samples]
+        let RankForm::Dense { ranks, .. } = &self.form else {
+            unreachable!("dense ranks of a sparse matrix");
+        };
+        &ranks[g * self.samples..(g + 1) * self.samples]
     }
 
     /// Sample indices of gene `g`: present ones in ascending (rank, index)
     /// order, then missing ones.
     #[inline]
     pub fn order(&self, g: usize) -> &[u32] {
-        debug_assert!(self.sparse.is_none(), "sample order of a sparse matrix");
-        &self.order[g * self.samples..(g + 1) * self.samples]
+        let RankForm::Dense { order, .. } = &self.form else {
+            unreachable!("sample order of a sparse matrix");
+        };
+        &order[g * self.samples..(g + 1) * self.samples]
     }
 
     /// Tied sample pairs of gene `g`: `Σ t(t-1)/2` over its groups of equal

@@ -24,7 +24,7 @@ use datafusion::arrow::buffer::ScalarBuffer;
 use datafusion::error::Result;
 use rayon::prelude::*;
 
-use super::{GeneSummary, RankedMatrix, tally};
+use super::{GeneSummary, RankForm, RankedMatrix, tally};
 use crate::input::sparse::{GeneEntries, SparseValues};
 use crate::memory::{Reservation, try_filled, try_with_capacity, try_written_in_parts, try_zeroed};
 use crate::sort::{sort_keys, split_mut};
@@ -145,6 +145,104 @@ impl SparseGene<'_> {
     }
 }
 
+/// Which genes of `values` have one non-zero value (binarised peaks: read
+/// in place), the ranges of the ranked arrays the others take, and the
+/// most entries of a one-valued gene.
+fn sparse_layout(values: &SparseValues) -> (Vec<bool>, Vec<Range<usize>>, usize) {
+    let genes = values.genes();
+    let one_valued: Vec<bool> = (0..genes)
+        .into_par_iter()
+        .map(|g| has_one_value(values.gene(g)))
+        .collect();
+    let ranges: Vec<Range<usize>> = (0..genes)
+        .scan(0usize, |at, g| {
+            let len = if one_valued[g] {
+                0
+            } else {
+                values.entries(g).len()
+            };
+            *at += len;
+            Some(*at - len..*at)
+        })
+        .collect();
+    let longest_one_valued = (0..genes)
+        .filter(|&g| one_valued[g])
+        .map(|g| values.entries(g).len())
+        .max()
+        .unwrap_or(0);
+    (one_valued, ranges, longest_one_valued)
+}
+
+/// Every gene of `values` ranked on rayon's threads, each gene that is not
+/// one-valued into its `ranges` of `(cells, ranks)`; a one-valued gene's
+/// rank comes with it.
+fn rank_genes(
+    values: &SparseValues,
+    samples: usize,
+    one_valued: &[bool],
+    ranges: &[Range<usize>],
+    (cells, ranks): (&mut [u32], &mut [u32]),
+) -> Vec<(RankedGene, u32)> {
+    let parts = split_mut(cells, ranges)
+        .into_iter()
+        .zip(split_mut(ranks, ranges))
+        .zip(0..values.genes());
+    parts
+        .collect::<Vec<_>>()
+        .into_par_iter()
+        // Parts of at most 4 genes: the genes to sort (of the RNA) may
+        // all come before those of one value (the peaks), and rayon
+        // would otherwise leave them to one thread (20 ms of one core
+        // in a candidate list's query, measured).
+        .with_max_len(4)
+        .map(|((c, r), g)| {
+            if one_valued[g] {
+                rank_one_value(values.gene(g), samples)
+            } else {
+                (rank_sparse_gene(values.gene(g), samples, c, r), 0)
+            }
+        })
+        .collect()
+}
+
+/// Where each gene's ranks are: a one-valued gene in the input's cell
+/// arrays (`arrays`, the block holding it), the others in the ranked
+/// arrays (`ranges`); and the bytes of the input's arrays only these ranks
+/// keep alive.
+fn places(
+    values: &SparseValues,
+    one_valued: &[bool],
+    ranges: &[Range<usize>],
+    ranked: &[(RankedGene, u32)],
+    arrays: &[(ScalarBuffer<u32>, usize)],
+) -> (Vec<Place>, usize) {
+    let mut used = vec![false; arrays.len()];
+    let place: Vec<Place> = (0..values.genes())
+        .map(|g| {
+            if one_valued[g] {
+                let (block, range) = values.cells_place(g);
+                used[block] = true;
+                Place {
+                    source: block as u32,
+                    range: (range.start, range.end),
+                    rank: ranked[g].1,
+                }
+            } else {
+                Place {
+                    source: RANKED,
+                    range: (ranges[g].start, ranges[g].end),
+                    rank: 0,
+                }
+            }
+        })
+        .collect();
+    let input_held = (0..arrays.len())
+        .filter(|&b| used[b])
+        .map(|b| arrays[b].1)
+        .sum();
+    (place, input_held)
+}
+
 impl RankedMatrix {
     /// Ranks a sparse matrix of `samples` samples: only its non-zero values
     /// are stored (see the module docs), reserved in `reservation` before
@@ -157,29 +255,8 @@ impl RankedMatrix {
     ) -> Result<Self> {
         assert!(samples < u32::MAX as usize, "fewer than u32::MAX samples");
         let genes = values.genes();
-        // Genes of one non-zero value (binarised peaks) are read in place;
-        // the others are ranked into arrays of their own.
-        let one_valued: Vec<bool> = (0..genes)
-            .into_par_iter()
-            .map(|g| has_one_value(values.gene(g)))
-            .collect();
-        let ranges: Vec<Range<usize>> = (0..genes)
-            .scan(0usize, |at, g| {
-                let len = if one_valued[g] {
-                    0
-                } else {
-                    values.entries(g).len()
-                };
-                *at += len;
-                Some(*at - len..*at)
-            })
-            .collect();
+        let (one_valued, ranges, longest_one_valued) = sparse_layout(values);
         let entries = ranges.last().map_or(0, |r| r.end);
-        let longest_one_valued = (0..genes)
-            .filter(|&g| one_valued[g])
-            .map(|g| values.entries(g).len())
-            .max()
-            .unwrap_or(0);
         let per_gene = size_of::<GeneSummary>() + size_of::<Place>() + 8;
         reservation.try_grow(
             entries
@@ -191,26 +268,13 @@ impl RankedMatrix {
         // are ranked, on rayon's threads.
         let mut cells = try_zeroed::<u32>(entries, "ranks of non-zero values")?;
         let mut ranks = try_zeroed::<u32>(entries, "ranks of non-zero values")?;
-        let parts = split_mut(&mut cells, &ranges)
-            .into_iter()
-            .zip(split_mut(&mut ranks, &ranges))
-            .zip(0..genes);
-        let ranked: Vec<(RankedGene, u32)> = parts
-            .collect::<Vec<_>>()
-            .into_par_iter()
-            // Parts of at most 4 genes: the genes to sort (of the RNA) may
-            // all come before those of one value (the peaks), and rayon
-            // would otherwise leave them to one thread (20 ms of one core
-            // in a candidate list's query, measured).
-            .with_max_len(4)
-            .map(|((c, r), g)| {
-                if one_valued[g] {
-                    rank_one_value(values.gene(g), samples)
-                } else {
-                    (rank_sparse_gene(values.gene(g), samples, c, r), 0)
-                }
-            })
-            .collect();
+        let ranked = rank_genes(
+            values,
+            samples,
+            &one_valued,
+            &ranges,
+            (&mut cells, &mut ranks),
+        );
         let group_count: usize = ranked.iter().map(|((_, _, g), _)| g.len()).sum();
         reservation.try_grow(2 * group_count * size_of::<(u32, u32)>())?;
         let mut group_start = Vec::with_capacity(genes + 1);
@@ -230,30 +294,7 @@ impl RankedMatrix {
         // The input's arrays that one-valued genes are read from, and the
         // bytes of them only these ranks keep alive.
         let arrays = values.cell_arrays();
-        let mut used = vec![false; arrays.len()];
-        let place: Vec<Place> = (0..genes)
-            .map(|g| {
-                if one_valued[g] {
-                    let (block, range) = values.cells_place(g);
-                    used[block] = true;
-                    Place {
-                        source: block as u32,
-                        range: (range.start, range.end),
-                        rank: ranked[g].1,
-                    }
-                } else {
-                    Place {
-                        source: RANKED,
-                        range: (ranges[g].start, ranges[g].end),
-                        rank: 0,
-                    }
-                }
-            })
-            .collect();
-        let input_held = (0..arrays.len())
-            .filter(|&b| used[b])
-            .map(|b| arrays[b].1)
-            .sum();
+        let (place, input_held) = places(values, &one_valued, &ranges, &ranked, &arrays);
         let mut constant_ranks =
             try_with_capacity(2 * longest_one_valued, "ranks of one-valued genes")?;
         constant_ranks.resize(longest_one_valued, 0);
@@ -261,15 +302,13 @@ impl RankedMatrix {
         let matrix = Self {
             genes,
             samples,
-            ranks: Vec::new(),
-            order: Vec::new(),
             summaries,
             groups,
             group_start,
             valid: Vec::new(),
             mask_words: samples.div_ceil(64),
             any_two_valued,
-            sparse: Some(SparseRanks {
+            form: RankForm::Sparse(SparseRanks {
                 place,
                 cells,
                 ranks,
@@ -304,13 +343,15 @@ impl RankedMatrix {
     /// [`RankedMatrix::sparse_gene`]).
     #[inline]
     pub fn is_sparse(&self) -> bool {
-        self.sparse.is_some()
+        matches!(self.form, RankForm::Sparse(_))
     }
 
     /// Gene `g` of a sparse matrix; `None` for a dense one.
     #[inline]
     pub fn sparse_gene(&self, g: usize) -> Option<SparseGene<'_>> {
-        let s = self.sparse.as_ref()?;
+        let RankForm::Sparse(s) = &self.form else {
+            return None;
+        };
         let p = s.place[g];
         let range = p.range.0..p.range.1;
         let (cells, ranks) = if p.source == RANKED {
@@ -386,9 +427,7 @@ impl RankedMatrix {
                 .for_each(|(g, (r, o))| self.fill_dense(g, r, o));
         }
         let dense = Self {
-            ranks,
-            order,
-            sparse: None,
+            form: RankForm::Dense { ranks, order },
             ..self
         };
         reservation.shrink_to(dense.heap_bytes());
@@ -600,28 +639,34 @@ impl DensePair {
         let pair = self.matrix.get_or_insert_with(|| RankedMatrix {
             genes: 2,
             samples: n,
-            ranks: vec![0; 2 * n],
-            order: vec![0; 2 * n],
+            form: RankForm::Dense {
+                ranks: vec![0; 2 * n],
+                order: vec![0; 2 * n],
+            },
             summaries: vec![GeneSummary::default(); 2],
             groups: Vec::new(),
             group_start: vec![0; 3],
             valid: Vec::new(),
             mask_words: n.div_ceil(64),
             any_two_valued: false,
-            sparse: None,
         });
         if pair.samples != n {
             pair.samples = n;
             pair.mask_words = n.div_ceil(64);
-            pair.ranks = vec![0; 2 * n];
-            pair.order = vec![0; 2 * n];
+            pair.form = RankForm::Dense {
+                ranks: vec![0; 2 * n],
+                order: vec![0; 2 * n],
+            };
             self.held = [None, None];
         }
         for (slot, g) in [i, j].into_iter().enumerate() {
             if self.held[slot] != Some(g) {
+                let RankForm::Dense { ranks, order } = &mut pair.form else {
+                    unreachable!("a pair's ranks are dense");
+                };
                 let (r, o) = (
-                    &mut pair.ranks[slot * n..(slot + 1) * n],
-                    &mut pair.order[slot * n..(slot + 1) * n],
+                    &mut ranks[slot * n..(slot + 1) * n],
+                    &mut order[slot * n..(slot + 1) * n],
                 );
                 m.fill_dense(g, r, o);
                 pair.summaries[slot] = m.summaries[g];

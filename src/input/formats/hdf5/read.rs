@@ -50,9 +50,8 @@ use hdf5_reader::{
 };
 
 use self::grouping::Grid;
-use super::h5_kind::Hdf5Kind;
-use super::plan_error;
-use super::sparse_table::SparseTable;
+use crate::error::plan_error;
+use crate::input::sparse_table::SparseTable;
 use crate::memory::{QueryMemory, Reservation, ZeroBytes, try_zeroed};
 
 /// Bytes an id takes besides its text while it is read (its `String`, the
@@ -66,12 +65,13 @@ const CONVERT_BLOCK: usize = 1 << 20;
 /// The longest fixed-length string read as an id, in bytes.
 const MAX_FIXED_STRING: u32 = 1024;
 
-/// Reads the HDF5 file at `path` (of the kind its name says; `what` names
-/// it in messages: `h5ad file 'x.h5ad'`) as a sparse table, its memory
-/// reserved in `memory`.
-pub(crate) fn read(
+/// Reads the HDF5 file at `path` (`what` names it in messages: `h5ad file
+/// 'x.h5ad'`) as a sparse table, its memory reserved in `memory`: a 10x
+/// Genomics file when `may_be_tenx` (a `.h5` name) and it holds a `matrix`
+/// or no `X`, else AnnData.
+pub(super) fn read(
     path: &Path,
-    kind: Hdf5Kind,
+    may_be_tenx: bool,
     what: &str,
     memory: &QueryMemory,
 ) -> Result<SparseTable> {
@@ -84,9 +84,10 @@ pub(crate) fn read(
         ))
     })?;
     let h5 = H5 { file, what };
-    let parts = match kind {
-        Hdf5Kind::Tenx if h5.exists("matrix")? || !h5.exists("X")? => h5.tenx(memory)?,
-        Hdf5Kind::Tenx | Hdf5Kind::AnnData => h5.anndata(memory)?,
+    let parts = if may_be_tenx && (h5.exists("matrix")? || !h5.exists("X")?) {
+        h5.tenx(memory)?
+    } else {
+        h5.anndata(memory)?
     };
     let Parts {
         genes,

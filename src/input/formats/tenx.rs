@@ -40,10 +40,11 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
 
-use super::ExpressionMatrix;
-use super::own_scan::{own_scan, own_table};
-use super::sparse::SparseValues;
-use super::sparse_table::schema;
+use super::resolved::Resolved;
+use crate::input::matrix::ExpressionMatrix;
+use crate::input::own_scan::{own_scan, own_table};
+use crate::input::sparse::SparseValues;
+use crate::input::sparse_table::schema;
 use crate::memory::{QueryMemory, Reservation, try_filled, try_with_capacity};
 
 /// Rows per batch of triples.
@@ -57,6 +58,19 @@ pub struct TenxFiles {
     matrix: PathBuf,
     features: PathBuf,
     barcodes: PathBuf,
+}
+
+/// The 10x directory `source` names, as a table of (gene, sample, value)
+/// triples; `None` when it is not one.
+pub(super) fn open(source: &str) -> Result<Option<Resolved>> {
+    let Some(files) = detect(source)? else {
+        return Ok(None);
+    };
+    Ok(Some(Resolved {
+        provider: Arc::new(TenxTable::try_new(files)?),
+        what: format!("10x directory '{source}'"),
+        sparse: true,
+    }))
 }
 
 /// The 10x files in `location`, when it is a local directory holding
