@@ -24,7 +24,7 @@ use datafusion::physical_plan::{
 use futures::TryStreamExt;
 
 use super::ScanConfig;
-use super::prepare::{Prepared, prepare};
+use super::prepare::{Prepared, StageMetrics, prepare};
 use super::progress::{LiveScan, Progress, live_scans};
 use super::slices::{partition_slices, slice_of};
 use super::stream::{PairStream, StreamMetrics};
@@ -62,6 +62,8 @@ pub struct KendallExec {
     /// directory's matrix file) rather than as their rows
     /// (`inputs_read_in_place` in `EXPLAIN ANALYZE`).
     in_place: Count,
+    /// How long preparing the input took, by stage (`load_time`, ...).
+    stage_metrics: StageMetrics,
     metrics: ExecutionPlanMetricsSet,
     properties: Arc<PlanProperties>,
 }
@@ -105,6 +107,7 @@ impl KendallExec {
             MetricBuilder::new(&metrics).global_counter("input_loads_stopped"),
         );
         let in_place = MetricBuilder::new(&metrics).global_counter("inputs_read_in_place");
+        let stage_metrics = StageMetrics::new(&metrics);
         let total_pairs = Arc::new(std::sync::OnceLock::new());
         live_scans().push(LiveScan {
             total: Arc::downgrade(&total_pairs),
@@ -122,6 +125,7 @@ impl KendallExec {
             prepared: Arc::new(prepared),
             total_pairs,
             in_place,
+            stage_metrics,
             metrics,
             properties: Arc::new(properties),
         })
@@ -423,6 +427,7 @@ impl ExecutionPlan for KendallExec {
         let pair_list = self.pair_list.clone();
         let total_pairs = Arc::clone(&self.total_pairs);
         let in_place = self.in_place.clone();
+        let stage_metrics = self.stage_metrics.clone();
         let metrics = StreamMetrics::new(&self.metrics, partition);
         let stream_schema = Arc::clone(&schema);
         let start = async move {
@@ -439,6 +444,7 @@ impl ExecutionPlan for KendallExec {
                     let (input, context) = (Arc::clone(&input), Arc::clone(&context));
                     let (right, pair_list) = (right.clone(), pair_list.clone());
                     let in_place = in_place.clone();
+                    let stage_metrics = stage_metrics.clone();
                     move || {
                         // A fresh copy of the scan each load: file scans keep
                         // per-execution state (a shared queue of files).
@@ -469,6 +475,7 @@ impl ExecutionPlan for KendallExec {
                         let prepared =
                             prepare(&spec, batches, right, pair_list, &config, wants, &memory)?;
                         let _ = total_pairs.set(prepared.work.total_pairs());
+                        stage_metrics.record(&prepared.stage_times);
                         Ok(prepared)
                     }
                 })

@@ -3,9 +3,11 @@
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{Array, StringArray};
 use datafusion::error::Result;
+use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricValue, Time};
 
 use super::ScanConfig;
 use super::dictionary::GeneDictionary;
@@ -53,6 +55,57 @@ pub(super) struct Prepared {
     /// q-values, of the exact p-value distribution and of the candidate
     /// pairs, released with them.
     pub(super) _reserved: [Reservation; 6],
+    /// How long the stages took.
+    pub(super) stage_times: StageTimes,
+}
+
+/// How long [`prepare`]'s stages took, once per query.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct StageTimes {
+    /// Reading and checking the input ([`load_inputs`]).
+    load: Duration,
+    /// Ranking and the kernel's decision ([`rank`]).
+    rank: Duration,
+    /// The bit-planes ([`bit_planes`]).
+    planes: Duration,
+    /// The rest: the candidate list, the work split, p-value tables and
+    /// the q-values' counting pass over every pair.
+    rest: Duration,
+}
+
+/// The [`StageTimes`] of a scan, as `EXPLAIN ANALYZE` shows them:
+/// `load_time`, `rank_time`, `planes_time` and `prepare_rest_time`.
+#[derive(Debug, Clone)]
+pub(super) struct StageMetrics([Time; 4]);
+
+impl StageMetrics {
+    /// The four timers, registered in `set` (not per partition: the input
+    /// is prepared once per query).
+    pub(super) fn new(set: &ExecutionPlanMetricsSet) -> Self {
+        let time = |name: &'static str| {
+            let time = Time::new();
+            MetricBuilder::new(set).build(MetricValue::Time {
+                name: name.into(),
+                time: time.clone(),
+            });
+            time
+        };
+        Self([
+            time("load_time"),
+            time("rank_time"),
+            time("planes_time"),
+            time("prepare_rest_time"),
+        ])
+    }
+
+    /// Adds one preparation's times.
+    pub(super) fn record(&self, times: &StageTimes) {
+        let [load, rank, planes, rest] = &self.0;
+        load.add_duration(times.load);
+        rank.add_duration(times.rank);
+        planes.add_duration(times.planes);
+        rest.add_duration(times.rest);
+    }
 }
 
 /// Reads, validates and ranks the input; splits the tiles into partitions.
@@ -73,13 +126,23 @@ pub(super) fn prepare(
     (wants_p, wants_q): (bool, bool),
     memory: &QueryMemory,
 ) -> Result<Prepared> {
+    let mut clock = Instant::now();
+    let mut lap = || {
+        let now = Instant::now();
+        let lap = now - clock;
+        clock = now;
+        lap
+    };
     let (loaded, cross) = load_inputs(spec, batches, right, memory)?;
+    let load_time = lap();
     let propagate = spec.missing == MissingValues::Propagate;
     let gene_ids = loaded.genes.clone();
     let (matrix, kernel, ranks_memory) = rank(loaded, config, wants_q, memory)?;
     checkpoint()?;
+    let rank_time = lap();
     let (planes, planes_memory) = bit_planes(&matrix, kernel, memory)?;
     checkpoint()?;
+    let planes_time = lap();
     let (listed, list_memory) = read_pair_list(pair_list, cross, &gene_ids, memory)?;
     let work = split_work(config, &gene_ids, cross, listed.as_ref());
     let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
@@ -107,7 +170,14 @@ pub(super) fn prepare(
         GeneIds::Dictionary => Some(GeneDictionary::new(&gene_ids)?),
         GeneIds::String => None,
     };
+    let stage_times = StageTimes {
+        load: load_time,
+        rank: rank_time,
+        planes: planes_time,
+        rest: lap(),
+    };
     Ok(Prepared {
+        stage_times,
         propagate,
         dictionary,
         genes: gene_ids,

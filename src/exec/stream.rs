@@ -39,7 +39,13 @@ use crate::work::PairCursor;
 pub(super) struct StreamMetrics {
     baseline: BaselineMetrics,
     pairs: Count,
+    /// Time in the kernels' counts (each block of pairs' numerators).
     kernel_time: Time,
+    /// Time turning numerators into rows outside the kernels: the bound
+    /// and filter tests, tau, p- and q-values, appending rows.
+    pair_rows_time: Time,
+    /// Time assembling the batches from the rows (gene ids and arrays).
+    emit_time: Time,
     /// Pairs whose count the kernel stopped early under a filter's bound.
     early_exit_pairs: Count,
     /// Bit-plane words those pairs counted, of the words of their planes.
@@ -55,6 +61,8 @@ impl StreamMetrics {
             baseline: BaselineMetrics::new(set, partition),
             pairs: MetricBuilder::new(set).counter("pairs_computed", partition),
             kernel_time: MetricBuilder::new(set).subset_time("kernel_time", partition),
+            pair_rows_time: MetricBuilder::new(set).subset_time("pair_rows_time", partition),
+            emit_time: MetricBuilder::new(set).subset_time("emit_time", partition),
             early_exit_pairs: MetricBuilder::new(set).counter("early_exit_pairs", partition),
             early_exit_words: MetricBuilder::new(set)
                 .ratio_metrics("early_exit_word_share", partition)
@@ -313,8 +321,19 @@ impl PairStream {
     /// Computes pairs until the batch is full, the partition is done, or the
     /// poll budget (ending at `deadline`, set at `now`) is spent.
     fn fill(&mut self, now: Instant, deadline: Instant) {
-        let kernel_time = self.metrics.kernel_time.clone();
-        let _timer = kernel_time.timer();
+        // The kernel's own time is taken in `next_block`; the rest of this
+        // call is the per-pair work around it.
+        let kernel_before = self.metrics.kernel_time.value();
+        self.fill_pairs(now, deadline);
+        let kernel = self.metrics.kernel_time.value() - kernel_before;
+        let elapsed = now.elapsed().as_nanos() as usize;
+        self.metrics.pair_rows_time.add_duration(std::time::Duration::from_nanos(
+            elapsed.saturating_sub(kernel) as u64,
+        ));
+    }
+
+    /// [`PairStream::fill`]'s loop.
+    fn fill_pairs(&mut self, now: Instant, deadline: Instant) {
         let capacity = self.capacity();
         let prepared = Arc::clone(&self.prepared);
         let m = &prepared.matrix;
@@ -476,6 +495,7 @@ impl PairStream {
         let m = &prepared.matrix;
         self.pending.clear();
         self.pending_pos = 0;
+        let kernel_time = self.metrics.kernel_time.timer();
         let more = self.cursor.compute_next(
             &prepared.work,
             m,
@@ -483,6 +503,7 @@ impl PairStream {
             &mut self.kernel,
             &mut self.pending,
         );
+        kernel_time.done();
         self.pending_listed = self.cursor.listed_start();
         // Pairs the kernel stopped under the filter's bound were
         // computed (in part) but are not pending.
@@ -504,6 +525,7 @@ impl PairStream {
 
     /// Turns the collected rows into a batch of the projected columns.
     fn emit(&mut self) -> Result<RecordBatch> {
+        let _emit_time = self.metrics.emit_time.timer();
         let rows = self.rows.len();
         let genes = &self.prepared.genes;
         let dictionary = self.prepared.dictionary.as_ref();

@@ -249,6 +249,12 @@ async fn explain_and_explain_analyze_show_the_node_and_metrics() {
     for needle in [
         "pairs_computed=1.83 K",
         "kernel_time=",
+        "pair_rows_time=",
+        "emit_time=",
+        "load_time=",
+        "rank_time=",
+        "planes_time=",
+        "prepare_rest_time=",
         "output_rows=1.83 K",
     ] {
         assert!(plan.contains(needle), "{needle} missing:\n{plan}");
