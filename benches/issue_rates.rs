@@ -131,6 +131,8 @@ mod x86 {
             println!("no AVX2: nothing else to measure");
             return;
         }
+        println!("| instructions (12 independent copies each) | per cycle |");
+        println!("|:---|---:|");
         let rows: Vec<(&str, f64)> = vec![
             ("vmovdqu ymm, m256 (load)", rate!(hz, 12, loads!())),
             ("vpxor ymm", rate!(hz, 12, rrr!("vpxor"))),

@@ -196,6 +196,25 @@ impl TauRange {
     }
 }
 
+/// The widest gap of `[-1, 1]` that `range` leaves out: between two of its
+/// intervals, or between `±1` and the nearest one (all of `[-1, 1]`, width
+/// 2, when no interval meets it).
+fn widest_tau_gap(range: &TauRange) -> f64 {
+    let mut widest = 0.0f64;
+    let mut covered_to = -1.0f64;
+    for &(a, b) in range.intervals() {
+        if b < -1.0 {
+            continue;
+        }
+        widest = widest.max(a.min(1.0) - covered_to);
+        covered_to = covered_to.max(b);
+        if covered_to >= 1.0 {
+            return widest;
+        }
+    }
+    widest.max(1.0 - covered_to)
+}
+
 /// `μ(a) = 2^-40·(1 + |a|)`: the margin of the module docs' claim.
 fn margin(a: f64) -> f64 {
     (1.0 + a.abs()) * (1.0 / (1u64 << 40) as f64)
@@ -214,6 +233,9 @@ pub struct SBound {
     distinct: Vec<u32>,
     /// tau-a's denominator `n0`.
     n0: f64,
+    /// The widest interval of `S` values that no pair may pass with, over
+    /// every pair ([`SBound::widest_gap`]).
+    widest_gap: f64,
 }
 
 impl SBound {
@@ -253,13 +275,29 @@ impl SBound {
             .iter()
             .map(|&(a, b)| (a - margin(a), b + margin(b)))
             .collect();
+        // The largest denominator any pair has: n0 (tau-a, and tau-b's
+        // √(n0 − n1)·√(n0 − n2)), or tau-c's n²(k − 1)/(2k) < n²/2.
+        let largest_denominator = match variant {
+            Variant::A | Variant::B => n0 as f64,
+            Variant::C => (n as f64) * (n as f64) / 2.0,
+        };
         Self {
             variant,
             ends,
             factor,
             distinct,
             n0: n0 as f64,
+            widest_gap: widest_tau_gap(range) * largest_denominator,
         }
+    }
+
+    /// An upper bound on the width of every interval of `S` values that a
+    /// pair's filter fails for, between two of its `S` ranges or between
+    /// `±D` and the nearest one: a count whose `S` is only known to lie in
+    /// an interval wider than this cannot stop yet. The kernels use it to
+    /// skip checks that cannot succeed (never to decide a pair).
+    pub fn widest_gap(&self) -> f64 {
+        self.widest_gap
     }
 
     /// `D̂` of genes `i` and `j` (complete genes), 0 where tau is NaN.

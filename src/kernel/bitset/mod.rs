@@ -327,6 +327,24 @@ pub fn exit_block_words(words: usize) -> usize {
     (words / 8).div_ceil(8).max(1) * 8
 }
 
+/// Words counted before a bound is first checked after the start: the
+/// first multiple of `step` after which the sample pairs left (at most
+/// `n0`) are fewer than half of `widest_gap` ([`SBound::widest_gap`]).
+/// Until then the interval that holds `S` is wider than every gap between
+/// the `S` values a pair may pass with, so a check could stop the count
+/// only where the clamp `|S| ≤ n0 − max(n1, n2)` narrows that interval
+/// (pairs of heavily tied genes, whose ranges the check before the count
+/// mostly rules out at once); one call of the per-ISA loop replaces several
+/// short ones. The checks only skip work: any choice here gives the same
+/// rows.
+fn first_check_words(words: usize, step: usize, n0: i64, widest_gap: f64) -> usize {
+    let mut first = step;
+    while first < words && 2.0 * left_after(n0, first) as f64 >= widest_gap {
+        first += step;
+    }
+    first
+}
+
 /// `S` of genes `i` and `j` from their full count on `path` (`nd` on the
 /// XOR and one-popcount paths, `S` itself on the two-popcount one); `c` is
 /// the lists' correction on the XOR-with-lists path.
@@ -726,10 +744,11 @@ impl Bitset {
                 continue;
             };
             let step = exit_block_words(words);
+            let first = first_check_words(words, step, g.n0, exit.map_or(0.0, SBound::widest_gap));
             let mut w0 = 0;
             let mut stopped = bound.stops(path, &counts, g.n0);
             while !stopped && w0 < words {
-                let w1 = (w0 + step).min(words);
+                let w1 = (w0 + if w0 == 0 { first } else { step }).min(words);
                 let (gu, uu) = (g.gu.map(|x| &x[w0..w1]), g.uu.map(|x| &x[w0..w1]));
                 self.count(path, gu, uu, &gv[w0..w1], &uv[w0..w1], &mut counts);
                 w0 = w1;
