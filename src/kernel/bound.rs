@@ -87,7 +87,8 @@
 //!
 //! `S` is an integer below 2^53 in magnitude (exact in `f64`), so `S ≥ L`
 //! is `S ≥ ⌈L⌉` in integers and `S ≤ H` is `S ≤ ⌊H⌋`: [`PairRange`] holds
-//! these integer ends, which the kernels compare with their partial counts.
+//! `L` and `H`, which the kernels compare with their partial counts (as
+//! reals: no rounding per pair).
 //! The float test [`SBound::surely_fails`] (one product per pair for
 //! `D̂` and one per interval end) decides only the pairs it can prove fail;
 //! the others compute tau as they always did and the filter decides on it,
@@ -343,41 +344,47 @@ impl SBound {
         }
         let mut r = PairRange::NONE;
         for (k, &(lo, hi)) in self.ends.iter().enumerate() {
-            // Saturating conversions: ±∞ become i64::MIN / i64::MAX.
-            r.lo[k] = (lo * d).ceil() as i64;
-            r.hi[k] = (hi * d).floor() as i64;
+            r.lo[k] = lo * d;
+            r.hi[k] = hi * d;
         }
         r
     }
 }
 
-/// The integer values of `S` a pair may pass with: up to
-/// [`MAX_INTERVALS`] closed ranges `lo[k]..=hi[k]` (unused ones
-/// `i64::MAX..=i64::MIN`, which no range of `S` meets: a kernel's `S`
-/// stays far inside `i64`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The values of `S` a pair may pass with: up to [`MAX_INTERVALS`] closed
+/// intervals `[L_k, H_k]` of the real line (ends possibly infinite; unused
+/// ones `[+∞, −∞]`, which nothing meets). `S` is an integer, so it lies in
+/// `[L, H]` exactly when it lies in `[⌈L⌉, ⌊H⌋]`; the ends stay in `f64`
+/// (no rounding to integers and no saturating conversion per pair), and an
+/// integer range of `S` is compared with them as reals (exact: the kernels'
+/// counts are far below 2^53). Two ranges that meet as reals but share no
+/// integer count as reachable: a pair is then counted on, never stopped
+/// wrongly.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PairRange {
-    lo: [i64; MAX_INTERVALS],
-    hi: [i64; MAX_INTERVALS],
+    lo: [f64; MAX_INTERVALS],
+    hi: [f64; MAX_INTERVALS],
 }
 
 impl PairRange {
     /// Every `S` may pass: the pair is never stopped.
     pub const ANY: PairRange = PairRange {
-        lo: [i64::MIN; MAX_INTERVALS],
-        hi: [i64::MAX; MAX_INTERVALS],
+        lo: [f64::NEG_INFINITY; MAX_INTERVALS],
+        hi: [f64::INFINITY; MAX_INTERVALS],
     };
 
     /// No `S` may pass (every range empty: `lo > hi` at the extremes):
     /// also the value of lanes whose results are dropped anyway.
     pub const NONE: PairRange = PairRange {
-        lo: [i64::MAX; MAX_INTERVALS],
-        hi: [i64::MIN; MAX_INTERVALS],
+        lo: [f64::INFINITY; MAX_INTERVALS],
+        hi: [f64::NEG_INFINITY; MAX_INTERVALS],
     };
 
-    /// Whether some `S` in `lo..=hi` may pass.
+    /// Whether some `S` in `lo..=hi` may pass (see the type's docs: as
+    /// reals, a superset of the integers that may).
     #[inline(always)]
     pub fn reachable(&self, lo: i64, hi: i64) -> bool {
+        let (lo, hi) = (lo as f64, hi as f64);
         (0..MAX_INTERVALS).any(|k| hi >= self.lo[k] && lo <= self.hi[k])
     }
 
@@ -414,6 +421,24 @@ mod tests {
     use super::*;
     use datafusion::functions::math::expr_fn::abs;
     use datafusion::logical_expr::{Expr, col, lit};
+
+    #[test]
+    fn widest_gap_is_the_widest_stretch_of_minus_one_to_one_left_out() {
+        let gap = |e: Expr| {
+            let p = TauPredicate::from_expr(&e).expect("pushable");
+            widest_tau_gap(&TauRange::of_predicate(&p).expect("bounded"))
+        };
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        assert!(close(gap(abs(col("tau")).gt_eq(lit(0.8))), 1.6));
+        assert!(close(gap(col("tau").gt_eq(lit(0.8))), 1.8));
+        assert!(close(gap(col("tau").lt_eq(lit(-0.8))), 1.8));
+        assert!(close(gap(col("tau").between(lit(-0.1), lit(0.1))), 0.9));
+        // Two kept stretches inside [-1, 1]: the middle gap is the widest.
+        let two = col("tau")
+            .between(lit(-0.95), lit(-0.9))
+            .or(col("tau").between(lit(0.9), lit(0.95)));
+        assert!(close(gap(two), 1.8));
+    }
 
     fn range(e: Expr) -> Option<Vec<(f64, f64)>> {
         let p = TauPredicate::from_expr(&e).expect("pushable");

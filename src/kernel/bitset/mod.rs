@@ -515,8 +515,12 @@ struct ColumnExit {
     ranges: [PairRange; 4],
     /// Per row, `n0 − max(n1, n2)`: `|S|` is at most that.
     cap: [i64; 4],
-    /// Per row, `B` of `S = B − 2·count` (unused on the two-popcount path).
-    base: [i64; 4],
+    /// Per row, bounds `[lo, hi]` on `B` of `S = B − 2·count` (unused on
+    /// the two-popcount path). `B` itself needs the lists' correction or
+    /// `n3`, as costly per pair as a short count: it is computed only for
+    /// the pairs that are not stopped ([`Bitset::finish_column`]).
+    base_lo: [i64; 4],
+    base_hi: [i64; 4],
     /// Rows whose pair is output (`j > i`, not past the group's end).
     live: [bool; 4],
 }
@@ -529,27 +533,19 @@ impl ColumnExit {
         (0..4).all(|k| {
             let (lo, hi) = match path {
                 Path::TwoPopcounts => (counts[k] - left, counts[k] + left),
+                // `S = B − 2·nd` with `nd ≤ B` (the pairs untied in both).
                 Path::OnePopcount => (
-                    (self.base[k] - 2 * (counts[k] + left)).max(-self.base[k]),
-                    self.base[k] - 2 * counts[k],
+                    (self.base_lo[k] - 2 * (counts[k] + left)).max(-self.base_hi[k]),
+                    self.base_hi[k] - 2 * counts[k],
                 ),
                 Path::Xor | Path::XorLists => (
-                    self.base[k] - 2 * (counts[k] + left),
-                    self.base[k] - 2 * counts[k],
+                    self.base_lo[k] - 2 * (counts[k] + left),
+                    self.base_hi[k] - 2 * counts[k],
                 ),
             };
             let (lo, hi) = (lo.max(-self.cap[k]), hi.min(self.cap[k]));
             !self.ranges[k].reachable(lo, hi)
         })
-    }
-
-    /// Row `k`'s final `S` from its full count.
-    #[inline(always)]
-    fn s(&self, path: Path, k: usize, count: i64) -> i64 {
-        match path {
-            Path::TwoPopcounts => count,
-            _ => self.base[k] - 2 * count,
-        }
     }
 
     /// The counts of the column's pairs stopped after `at` of `words` words.
@@ -736,7 +732,7 @@ impl Bitset {
             let (gv, uv) = (p.g(j), p.u(j));
             let path = g.path_of(self, m, j);
             let bound =
-                exit.and_then(|e| self.column_exit(e, m, g.idx, g.r, j, path, g.n0, scratch));
+                exit.and_then(|e| self.column_exit(e, m, (g.idx, g.r), j, path, g.n0));
             let mut counts = [0i64; 4];
             let Some(bound) = bound else {
                 self.count(path, g.gu, g.uu, gv, uv, &mut counts);
@@ -800,7 +796,7 @@ impl Bitset {
         bounds.clear();
         if let Some(e) = exit {
             for (j, (path, counts)) in (g.first..).zip(&columns) {
-                let bound = self.column_exit(e, m, g.idx, g.r, j, *path, g.n0, scratch);
+                let bound = self.column_exit(e, m, (g.idx, g.r), j, *path, g.n0);
                 let stopped = bound.as_ref().is_some_and(|b| b.stops(*path, counts, g.n0));
                 bounds.push((bound, stopped.then_some(0)));
             }
@@ -858,8 +854,8 @@ impl Bitset {
         let p = &*self.planes;
         match bound {
             Some((bound, Some(at))) => exits.add(bound.stopped(at, p.words())),
-            Some((bound, None)) => push_pairs(out, g, j, |k, _| bound.s(path, k, counts[k])),
-            None => {
+            // Counted in full, or without a bound: `S` from the exact `B`.
+            Some((_, None)) | None => {
                 let c = match path {
                     Path::XorLists => scratch.corrections(p, m, g.idx, j),
                     _ => [0; 4],
@@ -873,23 +869,22 @@ impl Bitset {
 
     /// The bound of a group's column `j` on `path` (rows `idx`, the first
     /// `r` of them real), or `None` when some pair of it may never stop
-    /// (a gene with missing values, a NaN tau). Computes what `S` adds to
-    /// the count first (the lists' correction, `n3`), with the group's
-    /// ranks interleaved on the first need (`scratch`).
-    #[allow(clippy::too_many_arguments)]
+    /// (a gene with missing values, a NaN tau). What `S` adds to the count
+    /// (the lists' correction, `n3`) is bounded from the genes' tied pairs
+    /// `n1`, `n2`, not computed: on the XOR-with-lists path the correction
+    /// is a sum of one term in `{−1, 0, 1}` per listed pair, so
+    /// `|c| ≤ n1 + n2`; on the one-popcount path `B = n0 − n1 − n2 + n3`
+    /// with `0 ≤ n3 ≤ min(n1, n2)`.
     #[inline]
     fn column_exit(
         &self,
         exit: &SBound,
         m: &RankedMatrix,
-        idx: [usize; 4],
-        r: usize,
+        (idx, r): ([usize; 4], usize),
         j: usize,
         path: Path,
         n0: i64,
-        scratch: &mut Scratch,
     ) -> Option<ColumnExit> {
-        let p = &*self.planes;
         let live = |k: usize| k < r && j > idx[k];
         let mut ranges = [PairRange::NONE; 4];
         let mut cap = [0i64; 4];
@@ -900,26 +895,24 @@ impl Bitset {
             }
             cap[k] = n0 - m.tie_pairs(idx[k]).max(m.tie_pairs(j)) as i64;
         }
-        let base: [i64; 4] = match path {
-            Path::Xor => [n0; 4],
-            Path::XorLists => {
-                let c = scratch.corrections(p, m, idx, j);
-                std::array::from_fn(|k| n0 + c[k])
-            }
-            Path::OnePopcount => std::array::from_fn(|k| {
-                if live(k) {
-                    one_popcount_s(p, m, n0, idx[k], j, 0)
-                } else {
-                    0
-                }
-            }),
-            Path::TwoPopcounts => [0; 4],
+        let ties = |k: usize| (m.tie_pairs(idx[k]) as i64, m.tie_pairs(j) as i64);
+        let (base_lo, base_hi): ([i64; 4], [i64; 4]) = match path {
+            Path::Xor | Path::TwoPopcounts => ([n0; 4], [n0; 4]),
+            Path::XorLists => (
+                std::array::from_fn(|k| n0 - ties(k).0 - ties(k).1),
+                std::array::from_fn(|k| n0 + ties(k).0 + ties(k).1),
+            ),
+            Path::OnePopcount => (
+                std::array::from_fn(|k| n0 - ties(k).0 - ties(k).1),
+                std::array::from_fn(|k| n0 - ties(k).0.max(ties(k).1)),
+            ),
         };
         let live = std::array::from_fn(live);
         Some(ColumnExit {
             ranges,
             cap,
-            base,
+            base_lo,
+            base_hi,
             live,
         })
     }
