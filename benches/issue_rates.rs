@@ -59,12 +59,30 @@ mod x86 {
     macro_rules! rrr {
         ($op:literal) => {
             concat!(
-                $op, " ymm0, ymm12, ymm13\n", $op, " ymm1, ymm13, ymm14\n",
-                $op, " ymm2, ymm14, ymm15\n", $op, " ymm3, ymm15, ymm12\n",
-                $op, " ymm4, ymm12, ymm14\n", $op, " ymm5, ymm13, ymm15\n",
-                $op, " ymm6, ymm12, ymm13\n", $op, " ymm7, ymm13, ymm14\n",
-                $op, " ymm8, ymm14, ymm15\n", $op, " ymm9, ymm15, ymm12\n",
-                $op, " ymm10, ymm12, ymm14\n", $op, " ymm11, ymm13, ymm15\n",
+                $op,
+                " ymm0, ymm12, ymm13\n",
+                $op,
+                " ymm1, ymm13, ymm14\n",
+                $op,
+                " ymm2, ymm14, ymm15\n",
+                $op,
+                " ymm3, ymm15, ymm12\n",
+                $op,
+                " ymm4, ymm12, ymm14\n",
+                $op,
+                " ymm5, ymm13, ymm15\n",
+                $op,
+                " ymm6, ymm12, ymm13\n",
+                $op,
+                " ymm7, ymm13, ymm14\n",
+                $op,
+                " ymm8, ymm14, ymm15\n",
+                $op,
+                " ymm9, ymm15, ymm12\n",
+                $op,
+                " ymm10, ymm12, ymm14\n",
+                $op,
+                " ymm11, ymm13, ymm15\n",
             )
         };
     }
@@ -73,12 +91,30 @@ mod x86 {
     macro_rules! rri {
         ($op:literal) => {
             concat!(
-                $op, " ymm0, ymm12, 4\n", $op, " ymm1, ymm13, 4\n",
-                $op, " ymm2, ymm14, 4\n", $op, " ymm3, ymm15, 4\n",
-                $op, " ymm4, ymm12, 4\n", $op, " ymm5, ymm13, 4\n",
-                $op, " ymm6, ymm14, 4\n", $op, " ymm7, ymm15, 4\n",
-                $op, " ymm8, ymm12, 4\n", $op, " ymm9, ymm13, 4\n",
-                $op, " ymm10, ymm14, 4\n", $op, " ymm11, ymm15, 4\n",
+                $op,
+                " ymm0, ymm12, 4\n",
+                $op,
+                " ymm1, ymm13, 4\n",
+                $op,
+                " ymm2, ymm14, 4\n",
+                $op,
+                " ymm3, ymm15, 4\n",
+                $op,
+                " ymm4, ymm12, 4\n",
+                $op,
+                " ymm5, ymm13, 4\n",
+                $op,
+                " ymm6, ymm14, 4\n",
+                $op,
+                " ymm7, ymm15, 4\n",
+                $op,
+                " ymm8, ymm12, 4\n",
+                $op,
+                " ymm9, ymm13, 4\n",
+                $op,
+                " ymm10, ymm14, 4\n",
+                $op,
+                " ymm11, ymm15, 4\n",
             )
         };
     }
@@ -87,12 +123,18 @@ mod x86 {
     macro_rules! loads {
         () => {
             concat!(
-                "vmovdqu ymm0, [rsi]\n", "vmovdqu ymm1, [rsi + 32]\n",
-                "vmovdqu ymm2, [rsi + 64]\n", "vmovdqu ymm3, [rsi + 96]\n",
-                "vmovdqu ymm4, [rsi + 128]\n", "vmovdqu ymm5, [rsi + 160]\n",
-                "vmovdqu ymm6, [rsi + 192]\n", "vmovdqu ymm7, [rsi + 224]\n",
-                "vmovdqu ymm8, [rsi + 256]\n", "vmovdqu ymm9, [rsi + 288]\n",
-                "vmovdqu ymm10, [rsi + 320]\n", "vmovdqu ymm11, [rsi + 352]\n",
+                "vmovdqu ymm0, [rsi]\n",
+                "vmovdqu ymm1, [rsi + 32]\n",
+                "vmovdqu ymm2, [rsi + 64]\n",
+                "vmovdqu ymm3, [rsi + 96]\n",
+                "vmovdqu ymm4, [rsi + 128]\n",
+                "vmovdqu ymm5, [rsi + 160]\n",
+                "vmovdqu ymm6, [rsi + 192]\n",
+                "vmovdqu ymm7, [rsi + 224]\n",
+                "vmovdqu ymm8, [rsi + 256]\n",
+                "vmovdqu ymm9, [rsi + 288]\n",
+                "vmovdqu ymm10, [rsi + 320]\n",
+                "vmovdqu ymm11, [rsi + 352]\n",
             )
         };
     }
@@ -142,11 +184,26 @@ mod x86 {
             ("vpaddb ymm", rate!(hz, 12, rrr!("vpaddb"))),
             ("vpaddq ymm", rate!(hz, 12, rrr!("vpaddq"))),
             ("vpsadbw ymm", rate!(hz, 12, rrr!("vpsadbw"))),
-            ("vpshufb + vpsrlw", rate!(hz, 24, concat!(rrr!("vpshufb"), rri!("vpsrlw")))),
-            ("vpshufb + vpsadbw", rate!(hz, 24, concat!(rrr!("vpshufb"), rrr!("vpsadbw")))),
-            ("vpsadbw + vpaddq", rate!(hz, 24, concat!(rrr!("vpsadbw"), rrr!("vpaddq")))),
-            ("vpxor + vpaddb", rate!(hz, 24, concat!(rrr!("vpxor"), rrr!("vpaddb")))),
-            ("load + vpxor", rate!(hz, 24, concat!(loads!(), rrr!("vpxor")))),
+            (
+                "vpshufb + vpsrlw",
+                rate!(hz, 24, concat!(rrr!("vpshufb"), rri!("vpsrlw"))),
+            ),
+            (
+                "vpshufb + vpsadbw",
+                rate!(hz, 24, concat!(rrr!("vpshufb"), rrr!("vpsadbw"))),
+            ),
+            (
+                "vpsadbw + vpaddq",
+                rate!(hz, 24, concat!(rrr!("vpsadbw"), rrr!("vpaddq"))),
+            ),
+            (
+                "vpxor + vpaddb",
+                rate!(hz, 24, concat!(rrr!("vpxor"), rrr!("vpaddb"))),
+            ),
+            (
+                "load + vpxor",
+                rate!(hz, 24, concat!(loads!(), rrr!("vpxor"))),
+            ),
         ];
         for (name, r) in rows {
             println!("| {name} | {r:.2} |");

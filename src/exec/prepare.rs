@@ -7,7 +7,9 @@ use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{Array, StringArray};
 use datafusion::error::Result;
-use datafusion::physical_plan::metrics::{ExecutionPlanMetricsSet, MetricBuilder, MetricValue, Time};
+use datafusion::physical_plan::metrics::{
+    ExecutionPlanMetricsSet, MetricBuilder, MetricValue, Time,
+};
 
 use super::ScanConfig;
 use super::dictionary::GeneDictionary;

@@ -327,9 +327,11 @@ impl PairStream {
         self.fill_pairs(now, deadline);
         let kernel = self.metrics.kernel_time.value() - kernel_before;
         let elapsed = now.elapsed().as_nanos() as usize;
-        self.metrics.pair_rows_time.add_duration(std::time::Duration::from_nanos(
-            elapsed.saturating_sub(kernel) as u64,
-        ));
+        self.metrics
+            .pair_rows_time
+            .add_duration(std::time::Duration::from_nanos(
+                elapsed.saturating_sub(kernel) as u64,
+            ));
     }
 
     /// [`PairStream::fill`]'s loop.

@@ -731,8 +731,7 @@ impl Bitset {
         for j in g.first..end {
             let (gv, uv) = (p.g(j), p.u(j));
             let path = g.path_of(self, m, j);
-            let bound =
-                exit.and_then(|e| self.column_exit(e, m, (g.idx, g.r), j, path, g.n0));
+            let bound = exit.and_then(|e| self.column_exit(e, m, (g.idx, g.r), j, path, g.n0));
             let mut counts = [0i64; 4];
             let Some(bound) = bound else {
                 self.count(path, g.gu, g.uu, gv, uv, &mut counts);
