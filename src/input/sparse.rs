@@ -360,12 +360,14 @@ impl SparseValues {
 
     /// [`SparseValues::from_triples`], explicit zeros kept or dropped as
     /// `zeros` says: a stable counting sort by gene straight into the
-    /// entries (12 bytes each, 14 with residuals; rows already in sample
-    /// order, as most files come, are then in order within each gene), a
-    /// gene whose samples are not in order sorted on its own, then each
-    /// gene checked for a sample given twice and its zeros dropped in
-    /// place. Nothing else of the rows' size is allocated. On return
-    /// `reservation` holds [`SparseValues::heap_bytes`].
+    /// entries (12 bytes each, 14 with residuals), then each gene checked
+    /// for a sample given twice and its zeros dropped in place. Rows in
+    /// sample order (a 10x file, cell by cell) or in (gene, sample) order
+    /// come out in sample order within each gene; rows in any other order
+    /// are first put in sample order by a counting sort of their numbers
+    /// (4 bytes each, the only other memory of the rows' size).
+    /// O(rows + genes + samples). On return `reservation` holds
+    /// [`SparseValues::heap_bytes`].
     pub(crate) fn group(
         (genes, samples): (usize, usize),
         cells: &[(u32, u32)],
@@ -400,14 +402,26 @@ impl SparseValues {
                 try_filled(len, 0i16, "non-zero values")?
             },
         };
+        let in_sample_order = cells.is_sorted_by_key(|&(_, s)| s) || cells.is_sorted();
+        let by_sample = if in_sample_order {
+            None
+        } else {
+            reservation.try_grow(len * size_of::<u32>() + (samples + 1) * size_of::<usize>())?;
+            Some(in_sample_order_numbers(samples, cells)?)
+        };
         let mut next = start.clone();
-        for (k, &(g, s)) in cells.iter().enumerate() {
+        let mut put = |k: usize| {
+            let (g, s) = cells[k];
             let at = &mut next[g as usize];
             by_gene.set(*at, (s, values[k], residuals.get(k).copied().unwrap_or(0)));
             *at += 1;
+        };
+        match &by_sample {
+            None => (0..len).for_each(&mut put),
+            Some(order) => order.iter().for_each(|&k| put(k as usize)),
         }
-        drop(next);
-        let stored_zeros = match by_gene.order_and_compact(&mut start, zeros) {
+        drop((next, by_sample));
+        let stored_zeros = match by_gene.compact(&mut start, zeros) {
             Ok(stored_zeros) => stored_zeros,
             Err(gene) => return Ok(Err(RepeatedSample { gene })),
         };
@@ -576,6 +590,24 @@ impl SparseValues {
     }
 }
 
+/// The numbers `0..cells.len()` of rows `cells` (samples below `samples`)
+/// in sample order: a stable counting sort.
+fn in_sample_order_numbers(samples: usize, cells: &[(u32, u32)]) -> Result<Vec<u32>> {
+    let mut next = vec![0usize; samples + 1];
+    for &(_, s) in cells {
+        next[s as usize + 1] += 1;
+    }
+    for s in 0..samples {
+        next[s + 1] += next[s];
+    }
+    let mut order = try_filled(cells.len(), 0u32, "rows in sample order")?;
+    for (k, &(_, s)) in cells.iter().enumerate() {
+        order[next[s as usize]] = k as u32;
+        next[s as usize] += 1;
+    }
+    Ok(order)
+}
+
 /// Entries grouped by gene, as [`SparseValues::group`] builds them.
 struct ByGene {
     cells: Vec<u32>,
@@ -600,27 +632,19 @@ impl ByGene {
         (self.cells[k], self.values[k], residual)
     }
 
-    /// Gene `g`'s entries (`start[g]..start[g + 1]`) in sample order; each
-    /// gene checked for a sample given twice, its zeros dropped unless
-    /// `zeros` keeps them, the entries moved up and `start` made to say
-    /// where they are now. The number of zeros kept; `Err(g)` for gene `g`
-    /// with a sample given twice.
-    fn order_and_compact(&mut self, start: &mut [usize], zeros: Zeros) -> Result<usize, u32> {
+    /// Each gene's entries (gene `g`'s are `start[g]..start[g + 1]`, in
+    /// sample order) checked for a sample given twice, its zeros dropped
+    /// unless `zeros` keeps them, the entries moved up and `start` made to
+    /// say where they are now. The number of zeros kept; `Err(g)` for gene
+    /// `g` with a sample given twice.
+    fn compact(&mut self, start: &mut [usize], zeros: Zeros) -> Result<usize, u32> {
         let genes = start.len() - 1;
         let (mut kept, mut kept_zeros) = (0usize, 0usize);
-        let mut scratch: Vec<(u32, f64, i16)> = Vec::new();
         for g in 0..genes {
             let range = start[g]..start[g + 1];
             // Read before it is written: gene g's entries move up to here.
             start[g] = kept;
-            if !self.cells[range.clone()].is_sorted() {
-                scratch.clear();
-                scratch.extend(range.clone().map(|k| self.get(k)));
-                scratch.sort_unstable_by_key(|&(cell, _, _)| cell);
-                for (k, &entry) in range.clone().zip(&scratch) {
-                    self.set(k, entry);
-                }
-            }
+            debug_assert!(self.cells[range.clone()].is_sorted());
             let mut last = None;
             for k in range {
                 let (cell, value, residual) = self.get(k);
