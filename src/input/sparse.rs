@@ -831,7 +831,14 @@ mod tests {
         assert_eq!(row(&m, 0), (vec![0, 2], vec![0.0, -1.0]));
         assert_eq!(row(&m, 1), (vec![0, 1, 3], vec![0.0, 7.0, 5.0]));
         assert_eq!(r.size(), m.heap_bytes());
-        let twice = SparseValues::group((1, 2), &[(0, 1), (0, 1)], &[0.0, 0.0], &[], Zeros::Keep, &mut r);
+        let twice = SparseValues::group(
+            (1, 2),
+            &[(0, 1), (0, 1)],
+            &[0.0, 0.0],
+            &[],
+            Zeros::Keep,
+            &mut r,
+        );
         assert_eq!(twice.unwrap().err(), Some(RepeatedSample { gene: 0 }));
     }
 }

@@ -665,15 +665,17 @@ impl ExecutionPlan for SparseTableExec {
             }
             Source::File(file) => {
                 let (name, table) = (file.name(), self.table.clone());
-                let memory =
-                    QueryMemory::new(Arc::clone(context.memory_pool()), "sparse table reader", &name);
+                let memory = QueryMemory::new(
+                    Arc::clone(context.memory_pool()),
+                    "sparse table reader",
+                    &name,
+                );
                 let read = async move {
-                    let entries =
-                        tokio::task::spawn_blocking(move || table.read_entries(&memory))
-                            .await
-                            .map_err(|e| {
-                                DataFusionError::Execution(format!("reading {name} failed: {e}"))
-                            })??;
+                    let entries = tokio::task::spawn_blocking(move || table.read_entries(&memory))
+                        .await
+                        .map_err(|e| {
+                            DataFusionError::Execution(format!("reading {name} failed: {e}"))
+                        })??;
                     Ok::<_, DataFusionError>(futures::stream::iter(Triples::new(
                         entries, projection,
                     )))

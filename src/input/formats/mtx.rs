@@ -180,7 +180,11 @@ const ENTRY_BYTES: usize = size_of::<(u32, u32)>() + size_of::<f64>();
 impl Opened {
     /// The entries (as many as the size line says, each in range), their
     /// memory reserved in `reservation` before they are read.
-    pub(super) fn entries(mut self, path: &Path, reservation: &mut Reservation) -> Result<Coordinates> {
+    pub(super) fn entries(
+        mut self,
+        path: &Path,
+        reservation: &mut Reservation,
+    ) -> Result<Coordinates> {
         let header = self.header;
         reservation.try_grow(header.entries.saturating_mul(ENTRY_BYTES))?;
         let mut cells: Vec<(u32, u32)> = try_with_capacity(header.entries, "matrix entries")?;

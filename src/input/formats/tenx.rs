@@ -107,7 +107,10 @@ impl TenxTable {
     pub fn try_new(files: TenxFiles) -> Result<SparseTable> {
         let (opened, genes, cells) = open_files(&files)?;
         let shape = (genes.len(), cells.len(), opened.header.entries);
-        Ok(SparseTable::from_file(Box::new(TenxMatrix { files, shape })))
+        Ok(SparseTable::from_file(Box::new(TenxMatrix {
+            files,
+            shape,
+        })))
     }
 }
 
@@ -238,10 +241,7 @@ fn repeated_cell(read: &Coordinates, gene: u32) -> u32 {
         .map(|&(_, c)| c)
         .collect();
     cells.sort_unstable();
-    cells
-        .windows(2)
-        .find(|w| w[0] == w[1])
-        .map_or(0, |w| w[0])
+    cells.windows(2).find(|w| w[0] == w[1]).map_or(0, |w| w[0])
 }
 
 #[cfg(test)]
