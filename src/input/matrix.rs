@@ -89,6 +89,7 @@ impl ExpressionMatrix {
         values: SparseValues,
         reservation: Reservation,
     ) -> Self {
+        debug_assert_eq!(values.stored_zeros(), 0, "a matrix holds no stored zeros");
         Self {
             genes,
             samples: sample_ids.len(),

@@ -17,20 +17,26 @@
 //! The files, in the order a query meets them:
 //! - [`formats`]: the one place a source is resolved ([`resolve`]), and the
 //!   formats, one file each (a registered table, 10x directories, HDF5
-//!   files, Parquet / CSV / TSV locations); `stores`: a URL's object store,
-//!   set up on first use (cloud stores need the `cloud` feature);
+//!   files, Parquet / CSV / TSV locations; `formats/mtx.rs`, the
+//!   MatrixMarket parser 10x directories are read with); `stores`: a URL's
+//!   object store, set up on first use (cloud stores need the `cloud`
+//!   feature);
 //! - `spec`: the layout options and a checked [`InputSpec`]; `layouts/`:
 //!   each layout's check of a schema and its read of the batches;
 //! - `read`: the source's batches as a load reads them ([`InputBatches`]),
 //!   memory reserved as they arrive;
 //! - `values` and `missing`: one value of a column, checked as
 //!   `kendall.missing` says; `names`: text columns, names in messages;
-//! - `matrix`: the [`ExpressionMatrix`] a load builds; [`sparse`]: its
-//!   non-zero values by gene, for an input that is mostly zeros;
-//! - [`sparse_table`]: an in-memory sparse table (Python's sparse matrices,
-//!   `.h5ad` files), read in place when it is the input itself
-//!   (`own_scan`: this library's own providers and plans, also through the
-//!   FFI);
+//! - `matrix`: the [`ExpressionMatrix`] a load builds; [`sparse`]: the one
+//!   by-gene sparse form ([`sparse::SparseValues`], with the one grouping
+//!   of triples by gene), for an input that is mostly zeros;
+//! - [`sparse_table`]: the one sparse table type and its one scan, whatever
+//!   holds the entries (Python's sparse matrices and `.h5ad` files in
+//!   memory, a 10x directory's files), read in place when it is the input
+//!   itself: [`load`] asks the batches for their table
+//!   (`read`'s `sparse_table`), which is found only when the plan is the
+//!   table's own scan (`own_scan`: this library's own providers and plans,
+//!   by what they are, also through the FFI; never a view or copy);
 //! - `listwise`: listwise deletion (`kendall.missing = 'complete'`);
 //!   `stack`: the two matrices of cross pairs as one; [`pair_list`]: a
 //!   candidate list's pairs.
@@ -148,19 +154,14 @@ fn load_unguarded(
     {
         buffer.reserve_values(genes.saturating_mul(samples))?;
     }
-    // An in-memory sparse table is read in place, a 10x directory without
-    // triples.
+    // The fast path: a sparse table read by its own scan is read in place
+    // (its arrays, or its files without triples), not as its rows.
     if let Columns::Long { absent, .. } = &spec.columns
         && *absent == Absent::Zero
+        && let Some(table) = batches.sparse_table()
     {
-        if let Some(table) = batches.sparse_table() {
-            batches.read_in_place();
-            return table.matrix(memory, &spec.what);
-        }
-        if let Some(files) = batches.tenx_files() {
-            batches.read_in_place();
-            return formats::tenx::read_matrix(&files, memory);
-        }
+        batches.read_in_place();
+        return table.matrix(memory, &spec.what);
     }
     batches.reserve_reader(memory)?;
     // What the other layouts hold while reading, before the matrix is built.

@@ -1,8 +1,9 @@
 //! Tables this library made, recognised by what they are, never by what
 //! their schemas say.
 //!
-//! A sparse table or a 10x directory is read in place by a Kendall query
-//! (its arrays, its matrix file) rather than as the triples its scan yields.
+//! A sparse table (Python's, an HDF5 file's, a 10x directory's) is read in
+//! place by a Kendall query (its arrays, its matrix file) rather than as
+//! the triples its scan yields.
 //! That shortcut is only right for the table itself: a view, a filter, a
 //! projection or a `CREATE TABLE AS` copy of it has other rows, and DataFusion
 //! carries a schema's metadata through all of them, so a table found again

@@ -109,7 +109,7 @@ impl InputBatches {
     }
 
     /// These batches, counting in `count` each load that reads their
-    /// source in place (its sparse table's arrays, its 10x matrix file).
+    /// source in place (its sparse table's arrays or files).
     pub fn counting_in_place(mut self, count: Count) -> Self {
         self.in_place = Some(count);
         self
@@ -122,19 +122,13 @@ impl InputBatches {
         }
     }
 
-    /// The in-memory sparse table the plan scans, when the plan is the
-    /// table's own scan (the long layout then reads its arrays in place);
-    /// never a table a plan derives from one (see
+    /// The sparse table the plan scans, when the plan is the table's own
+    /// scan (the long layout then reads its entries in place: its arrays,
+    /// or its files without triples); never a table a plan derives from
+    /// one (see
     /// [`SparseTable::of_scan`](super::sparse_table::SparseTable::of_scan)).
     pub(crate) fn sparse_table(&self) -> Option<super::sparse_table::SparseTable> {
         super::sparse_table::SparseTable::of_scan(self.plan.as_ref())
-    }
-
-    /// The 10x directory the plan reads, when the plan is this library's
-    /// own scan of it (the long layout then reads its matrix without
-    /// triples).
-    pub(crate) fn tenx_files(&self) -> Option<std::sync::Arc<super::formats::tenx::TenxFiles>> {
-        super::formats::tenx::files_of(self.plan.as_ref())
     }
 
     /// Reserves in `memory`, before anything is read, what the source's

@@ -23,7 +23,17 @@ use crate::memory::{Reservation, try_filled, try_with_capacity};
 /// entry 12).
 pub const SPARSE_MAX_DENSITY: f64 = 0.5;
 
-/// The non-zero values of a genes × samples matrix, gene by gene.
+/// The non-zero values of a genes × samples matrix, gene by gene: the
+/// one by-gene form of a sparse matrix. Long triples, a 10x directory,
+/// an `.h5ad` file and Python's sparse matrices all become one
+/// ([`SparseValues::from_triples`] groups triples by gene; a
+/// [`SparseTable`](super::sparse_table::SparseTable) holds its stored
+/// entries as one).
+///
+/// Every matrix a query reads holds non-zero values only. A sparse table's
+/// stored entries may also hold explicit zeros (a file or an array may
+/// list them, and its triples show them): [`SparseValues::stored_zeros`]
+/// counts them, `SparseValues::without_zeros` drops them.
 ///
 /// The entries are held in blocks of consecutive genes: one block for a
 /// matrix read here, two for a stacked pair of inputs (each side's block as
@@ -37,6 +47,17 @@ pub struct SparseValues {
     start: Vec<usize>,
     /// Blocks of consecutive genes, in gene order.
     blocks: Vec<Block>,
+    /// Entries whose value is 0 (a table's stored zeros); 0 in a matrix
+    /// a query reads.
+    zeros: usize,
+}
+
+/// Whether grouping triples by gene keeps their explicit zeros (a table's
+/// stored entries) or drops them (a matrix a query reads).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Zeros {
+    Keep,
+    Drop,
 }
 
 /// The entries of consecutive genes.
@@ -46,7 +67,8 @@ struct Block {
     first_gene: usize,
     /// The sample of each entry, ascending within a gene.
     cells: ScalarBuffer<u32>,
-    /// Each entry's value: finite and non-zero.
+    /// Each entry's value: finite (and non-zero, but for a table's
+    /// stored zeros).
     values: ScalarBuffer<f64>,
     /// Per entry, what a 64-bit integer loses as f64 (see
     /// [`RankedMatrix::from_exact`](crate::rank::RankedMatrix::from_exact)); empty
@@ -122,13 +144,18 @@ impl SparseValues {
         Self::from_block(start, cells.into(), values.into(), residuals.into(), false)
     }
 
-    /// [`SparseValues::from_vecs`] over someone else's arrays, read in place.
+    /// The stored entries of a sparse table, over someone else's arrays
+    /// (read in place, not held here): like [`SparseValues::from_vecs`],
+    /// but `zeros` of the values may be 0.
     pub(crate) fn shared(
         start: Vec<usize>,
         cells: ScalarBuffer<u32>,
         values: ScalarBuffer<f64>,
+        zeros: usize,
     ) -> Self {
-        Self::from_block(start, cells, values, Vec::new().into(), true)
+        let mut stored = Self::from_block(start, cells, values, Vec::new().into(), true);
+        stored.zeros = zeros;
+        stored
     }
 
     fn from_block(
@@ -157,7 +184,11 @@ impl SparseValues {
         } else {
             Vec::new()
         };
-        Self { start, blocks }
+        Self {
+            start,
+            blocks,
+            zeros: 0,
+        }
     }
 
     /// The matrix of `genes` rows of `samples` finite values (row-major),
@@ -248,6 +279,46 @@ impl SparseValues {
         self.len() == 0
     }
 
+    /// Stored entries whose value is 0 (see the [type](SparseValues)).
+    pub fn stored_zeros(&self) -> usize {
+        self.zeros
+    }
+
+    /// The matrix without its stored zeros: itself (its arrays shared,
+    /// not copied) when it has none, else its non-zero entries copied,
+    /// reserved in `reservation` first.
+    pub(crate) fn without_zeros(&self, reservation: &mut Reservation) -> Result<Self> {
+        if self.zeros == 0 {
+            return Ok(self.clone());
+        }
+        let kept = self.len() - self.zeros;
+        reservation.try_grow(Self::bytes_for(self.genes(), kept, self.is_exact()))?;
+        let mut start = Vec::with_capacity(self.start.len());
+        let mut cells = try_with_capacity(kept, "non-zero values")?;
+        let mut values = try_with_capacity(kept, "non-zero values")?;
+        let mut residuals = if self.is_exact() {
+            Vec::new()
+        } else {
+            try_with_capacity(kept, "non-zero values")?
+        };
+        start.push(0);
+        for g in 0..self.genes() {
+            let gene = self.gene(g);
+            for q in 0..gene.len() {
+                let x = gene.exact(q);
+                if x.value != 0.0 || x.residual != 0 {
+                    cells.push(gene.cells[q]);
+                    values.push(x.value);
+                    if !self.is_exact() {
+                        residuals.push(x.residual);
+                    }
+                }
+            }
+            start.push(cells.len());
+        }
+        Ok(Self::from_vecs(start, cells, values, residuals))
+    }
+
     /// Whether every value is exact (no residuals).
     pub fn is_exact(&self) -> bool {
         self.blocks.iter().all(|b| b.residuals.is_empty())
@@ -273,65 +344,97 @@ impl SparseValues {
     /// exact zeros are dropped, each gene's entries come in sample order.
     /// Reserved in `reservation` before it is allocated. `Ok(Err(..))`
     /// names a gene with two rows for one sample.
+    ///
+    /// The one grouping of triples by gene: long inputs and 10x
+    /// directories (their tables' stored entries too, zeros kept, through
+    /// `SparseValues::group`) all come through here.
     pub fn from_triples(
-        (genes, samples): (usize, usize),
+        shape: (usize, usize),
         cells: &[(u32, u32)],
         values: &[f64],
         residuals: &[i16],
         reservation: &mut Reservation,
     ) -> Result<std::result::Result<Self, RepeatedSample>> {
-        let residual = |k: usize| residuals.get(k).copied().unwrap_or(0);
-        let nonzero = |k: usize| values[k] != 0.0 || residual(k) != 0;
-        reservation.try_grow(cells.len().saturating_mul(2 * size_of::<u32>()))?;
-        let order = if cells.is_sorted_by(|a, b| a < b) {
-            // Already by gene, then sample: no sort (a long input's rows
-            // in this order take `from_sorted_triples` instead).
-            let mut start = vec![0usize; genes + 1];
-            for &(g, _) in cells {
-                start[g as usize + 1] += 1;
-            }
-            for g in 0..genes {
-                start[g + 1] += start[g];
-            }
-            Gathered {
-                start,
-                rows: (0..cells.len() as u32).collect(),
-            }
-        } else {
-            gather(genes, samples, cells.len(), |k| cells[k])?
-        };
-        let entries = (0..cells.len()).filter(|&k| nonzero(k)).count();
+        Self::group(shape, cells, values, residuals, Zeros::Drop, reservation)
+    }
+
+    /// [`SparseValues::from_triples`], explicit zeros kept or dropped as
+    /// `zeros` says: a stable counting sort by gene straight into the
+    /// entries (12 bytes each, 14 with residuals), then each gene checked
+    /// for a sample given twice and its zeros dropped in place. Rows in
+    /// sample order (a 10x file, cell by cell) or in (gene, sample) order
+    /// come out in sample order within each gene; rows in any other order
+    /// are first put in sample order by a counting sort of their numbers
+    /// (4 bytes each, the only other memory of the rows' size).
+    /// O(rows + genes + samples). On return `reservation` holds
+    /// [`SparseValues::heap_bytes`].
+    pub(crate) fn group(
+        (genes, samples): (usize, usize),
+        cells: &[(u32, u32)],
+        values: &[f64],
+        residuals: &[i16],
+        zeros: Zeros,
+        reservation: &mut Reservation,
+    ) -> Result<std::result::Result<Self, RepeatedSample>> {
+        debug_assert!(
+            cells
+                .iter()
+                .all(|&(g, s)| (g as usize) < genes && (s as usize) < samples)
+        );
+        let len = cells.len();
         let exact = residuals.iter().all(|&r| r == 0);
-        reservation.try_grow(Self::bytes_for(genes, entries, exact))?;
-        let mut start = Vec::with_capacity(genes + 1);
-        let mut kept_cells = try_with_capacity(entries, "non-zero values")?;
-        let mut kept_values = try_with_capacity(entries, "non-zero values")?;
-        let mut kept_residuals = if exact {
-            Vec::new()
-        } else {
-            try_with_capacity(entries, "non-zero values")?
-        };
-        start.push(0);
-        for g in 0..genes {
-            let mut last = None;
-            for &k in &order.rows[order.start[g]..order.start[g + 1]] {
-                let (k, cell) = (k as usize, cells[k as usize].1);
-                if last == Some(cell) {
-                    return Ok(Err(RepeatedSample { gene: g as u32 }));
-                }
-                last = Some(cell);
-                if nonzero(k) {
-                    kept_cells.push(cell);
-                    kept_values.push(values[k]);
-                    if !exact {
-                        kept_residuals.push(residual(k));
-                    }
-                }
-            }
-            start.push(kept_cells.len());
+        reservation.try_grow(
+            Self::bytes_for(genes, len, exact).saturating_add(genes * size_of::<usize>()),
+        )?;
+        let mut start = try_filled(genes + 1, 0usize, "non-zero values")?;
+        for &(g, _) in cells {
+            start[g as usize + 1] += 1;
         }
-        drop(order);
-        let matrix = Self::from_vecs(start, kept_cells, kept_values, kept_residuals);
+        for g in 0..genes {
+            start[g + 1] += start[g];
+        }
+        let mut by_gene = ByGene {
+            cells: try_filled(len, 0u32, "non-zero values")?,
+            values: try_filled(len, 0f64, "non-zero values")?,
+            residuals: if exact {
+                Vec::new()
+            } else {
+                try_filled(len, 0i16, "non-zero values")?
+            },
+        };
+        let in_sample_order = cells.is_sorted_by_key(|&(_, s)| s) || cells.is_sorted();
+        let by_sample = if in_sample_order {
+            None
+        } else {
+            reservation.try_grow(len * size_of::<u32>() + (samples + 1) * size_of::<usize>())?;
+            Some(in_sample_order_numbers(samples, cells)?)
+        };
+        let mut next = start.clone();
+        let mut put = |k: usize| {
+            let (g, s) = cells[k];
+            let at = &mut next[g as usize];
+            by_gene.set(*at, (s, values[k], residuals.get(k).copied().unwrap_or(0)));
+            *at += 1;
+        };
+        match &by_sample {
+            None => (0..len).for_each(&mut put),
+            Some(order) => order.iter().for_each(|&k| put(k as usize)),
+        }
+        drop((next, by_sample));
+        let stored_zeros = match by_gene.compact(&mut start, zeros) {
+            Ok(stored_zeros) => stored_zeros,
+            Err(gene) => return Ok(Err(RepeatedSample { gene })),
+        };
+        let ByGene {
+            mut cells,
+            mut values,
+            mut residuals,
+        } = by_gene;
+        cells.shrink_to_fit();
+        values.shrink_to_fit();
+        residuals.shrink_to_fit();
+        let mut matrix = Self::from_vecs(start, cells, values, residuals);
+        matrix.zeros = stored_zeros;
         reservation.shrink_to(matrix.heap_bytes());
         Ok(Ok(matrix))
     }
@@ -483,53 +586,87 @@ impl SparseValues {
             first_gene: genes + b.first_gene,
             ..b
         }));
+        self.zeros += other.zeros;
     }
 }
 
-/// Rows grouped by gene, each gene's in ascending sample order.
-struct Gathered {
-    /// Gene `g`'s rows are `rows[start[g]..start[g + 1]]`.
-    start: Vec<usize>,
-    rows: Vec<u32>,
-}
-
-/// Rows `0..len` whose (gene, sample) is `at(k)` (below `genes` and
-/// `samples`) grouped by gene and sorted by sample within a gene: two
-/// stable counting sorts, by sample then by gene, O(len + genes + samples).
-fn gather(
-    genes: usize,
-    samples: usize,
-    len: usize,
-    at: impl Fn(usize) -> (u32, u32),
-) -> Result<Gathered> {
+/// The numbers `0..cells.len()` of rows `cells` (samples below `samples`)
+/// in sample order: a stable counting sort.
+fn in_sample_order_numbers(samples: usize, cells: &[(u32, u32)]) -> Result<Vec<u32>> {
     let mut next = vec![0usize; samples + 1];
-    for k in 0..len {
-        next[at(k).1 as usize + 1] += 1;
+    for &(_, s) in cells {
+        next[s as usize + 1] += 1;
     }
     for s in 0..samples {
         next[s + 1] += next[s];
     }
-    let mut by_sample = try_filled(len, 0u32, "rows in sample order")?;
-    for k in 0..len {
-        let s = at(k).1 as usize;
-        by_sample[next[s]] = k as u32;
-        next[s] += 1;
+    let mut order = try_filled(cells.len(), 0u32, "rows in sample order")?;
+    for (k, &(_, s)) in cells.iter().enumerate() {
+        order[next[s as usize]] = k as u32;
+        next[s as usize] += 1;
     }
-    let mut start = vec![0usize; genes + 1];
-    for k in 0..len {
-        start[at(k).0 as usize + 1] += 1;
+    Ok(order)
+}
+
+/// Entries grouped by gene, as [`SparseValues::group`] builds them.
+struct ByGene {
+    cells: Vec<u32>,
+    values: Vec<f64>,
+    /// Empty when every value is exact.
+    residuals: Vec<i16>,
+}
+
+impl ByGene {
+    #[inline]
+    fn set(&mut self, at: usize, (cell, value, residual): (u32, f64, i16)) {
+        self.cells[at] = cell;
+        self.values[at] = value;
+        if !self.residuals.is_empty() {
+            self.residuals[at] = residual;
+        }
     }
-    for g in 0..genes {
-        start[g + 1] += start[g];
+
+    #[inline]
+    fn get(&self, k: usize) -> (u32, f64, i16) {
+        let residual = self.residuals.get(k).copied().unwrap_or(0);
+        (self.cells[k], self.values[k], residual)
     }
-    let mut next = start.clone();
-    let mut rows = try_filled(len, 0u32, "rows in gene order")?;
-    for &k in &by_sample {
-        let g = at(k as usize).0 as usize;
-        rows[next[g]] = k;
-        next[g] += 1;
+
+    /// Each gene's entries (gene `g`'s are `start[g]..start[g + 1]`, in
+    /// sample order) checked for a sample given twice, its zeros dropped
+    /// unless `zeros` keeps them, the entries moved up and `start` made to
+    /// say where they are now. The number of zeros kept; `Err(g)` for gene
+    /// `g` with a sample given twice.
+    fn compact(&mut self, start: &mut [usize], zeros: Zeros) -> Result<usize, u32> {
+        let genes = start.len() - 1;
+        let (mut kept, mut kept_zeros) = (0usize, 0usize);
+        for g in 0..genes {
+            let range = start[g]..start[g + 1];
+            // Read before it is written: gene g's entries move up to here.
+            start[g] = kept;
+            debug_assert!(self.cells[range.clone()].is_sorted());
+            let mut last = None;
+            for k in range {
+                let (cell, value, residual) = self.get(k);
+                if last == Some(cell) {
+                    return Err(g as u32);
+                }
+                last = Some(cell);
+                let zero = value == 0.0 && residual == 0;
+                if !zero || zeros == Zeros::Keep {
+                    // k >= kept: an entry not yet read is never written.
+                    self.set(kept, (cell, value, residual));
+                    kept += 1;
+                    kept_zeros += usize::from(zero);
+                }
+            }
+        }
+        start[genes] = kept;
+        self.cells.truncate(kept);
+        self.values.truncate(kept);
+        self.residuals.truncate(kept);
+        Ok(kept_zeros)
     }
-    Ok(Gathered { start, rows })
 }
 
 #[cfg(test)]
@@ -666,8 +803,42 @@ mod tests {
     fn shared_arrays_are_not_held() {
         let cells = ScalarBuffer::from(vec![0u32, 2, 1]);
         let values = ScalarBuffer::from(vec![1.0, 2.0, 3.0]);
-        let m = SparseValues::shared(vec![0, 2, 3], cells, values);
+        let m = SparseValues::shared(vec![0, 2, 3], cells, values, 0);
         assert_eq!(m.heap_bytes(), 3 * size_of::<usize>());
         assert_eq!(row(&m, 1), (vec![1], vec![3.0]));
+        // A stored zero: dropped into a matrix of its own, reserved.
+        let cells = ScalarBuffer::from(vec![0u32, 2, 1]);
+        let values = ScalarBuffer::from(vec![1.0, 0.0, 3.0]);
+        let stored = SparseValues::shared(vec![0, 2, 3], cells, values, 1);
+        let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
+        let m = stored.without_zeros(&mut r).unwrap();
+        assert_eq!((m.stored_zeros(), m.start()), (0, &[0, 1, 2][..]));
+        assert_eq!(row(&m, 0), (vec![0], vec![1.0]));
+        assert!(r.size() >= m.heap_bytes());
+    }
+
+    /// Zeros kept (a table's stored entries): in sample order with the
+    /// others, counted; a repeat found among them too.
+    #[test]
+    fn grouped_triples_may_keep_their_zeros() {
+        let cells = [(1, 3), (0, 2), (1, 0), (0, 0), (1, 1)];
+        let read = [5.0, -1.0, 0.0, 0.0, 7.0];
+        let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
+        let m = SparseValues::group((2, 4), &cells, &read, &[], Zeros::Keep, &mut r)
+            .unwrap()
+            .unwrap();
+        assert_eq!((m.start(), m.stored_zeros()), (&[0, 2, 5][..], 2));
+        assert_eq!(row(&m, 0), (vec![0, 2], vec![0.0, -1.0]));
+        assert_eq!(row(&m, 1), (vec![0, 1, 3], vec![0.0, 7.0, 5.0]));
+        assert_eq!(r.size(), m.heap_bytes());
+        let twice = SparseValues::group(
+            (1, 2),
+            &[(0, 1), (0, 1)],
+            &[0.0, 0.0],
+            &[],
+            Zeros::Keep,
+            &mut r,
+        );
+        assert_eq!(twice.unwrap().err(), Some(RepeatedSample { gene: 0 }));
     }
 }

@@ -71,7 +71,7 @@ async fn the_plan_reads_the_directory_and_top_partners_work() {
         &format!("EXPLAIN SELECT count(*) FROM kendall_all_pairs('{DIR}')"),
     )
     .await;
-    common::assert_contains(&plan, &["KendallExec", "10x directory", "TenxExec"]);
+    common::assert_contains(&plan, &["KendallExec", "10x directory", "SparseTableExec"]);
     let batches = run(
         &ctx(2),
         &format!("SELECT count(*) FROM kendall_top_partners('{DIR}', 3)"),

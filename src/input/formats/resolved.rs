@@ -11,8 +11,9 @@ pub struct Resolved {
     pub provider: Arc<dyn TableProvider>,
     /// How errors name it: `table 'expr'` or `'data/expr.tsv.gz'`.
     pub what: String,
-    /// A sparse matrix (a 10x Genomics matrix directory or a
-    /// [`SparseTable`](crate::input::sparse_table::SparseTable)): (gene, sample,
+    /// A sparse matrix (a
+    /// [`SparseTable`](crate::input::sparse_table::SparseTable): a 10x
+    /// directory, an HDF5 file, Python's sparse matrix): (gene, sample,
     /// value) triples, read with the `long` layout and absent entries as zero.
     pub sparse: bool,
 }

@@ -8,7 +8,6 @@ use datafusion::common::TableReference;
 use datafusion::error::Result;
 
 use super::resolved::Resolved;
-use super::tenx;
 use crate::input::sparse_table::SparseTable;
 
 /// The table or view registered under `source`, if any.
@@ -16,11 +15,10 @@ pub(super) async fn open(state: &dyn Session, source: &str) -> Result<Option<Res
     let Some(provider) = registered(state, source).await? else {
         return Ok(None);
     };
-    // A sparse table or 10x directory of this library (also one that went
-    // through the FFI and came back) is read as the table itself; a table
-    // derived from one (a view, a copy) as its rows.
-    let sparse = SparseTable::of_provider(provider.as_ref()).is_some()
-        || tenx::is_tenx_table(provider.as_ref());
+    // A sparse table of this library (a 10x directory's too; also one
+    // that went through the FFI and came back) is read as the table
+    // itself; a table derived from one (a view, a copy) as its rows.
+    let sparse = SparseTable::of_provider(provider.as_ref()).is_some();
     Ok(Some(Resolved {
         provider,
         what: format!("table '{source}'"),
