@@ -728,6 +728,11 @@ impl Bitset {
     ) {
         let p = &*self.planes;
         let words = p.words();
+        // Under a bound: the words of the first call, then of each block.
+        let step = exit_block_words(words);
+        let first = exit.map_or(words, |e| {
+            first_check_words(words, step, g.n0, e.widest_gap())
+        });
         for j in g.first..end {
             let (gv, uv) = (p.g(j), p.u(j));
             let path = g.path_of(self, m, j);
@@ -738,8 +743,6 @@ impl Bitset {
                 self.finish_column(m, g, j, path, &counts, None, scratch, out, exits);
                 continue;
             };
-            let step = exit_block_words(words);
-            let first = first_check_words(words, step, g.n0, exit.map_or(0.0, SBound::widest_gap));
             let mut w0 = 0;
             let mut stopped = bound.stops(path, &counts, g.n0);
             while !stopped && w0 < words {
