@@ -177,20 +177,29 @@ def test_ctrl_c_stops_one_thread_s_query_and_leaves_the_other(tmp_path):
         alone = ctx.sql(b_sql).to_arrow_table()
         results = {{}}
         other = threading.Thread(target=lambda: results.update(b=ctx.sql(b_sql).to_arrow_table()))
-        other.start()
 
         def interrupt():
-            # Ctrl-C once both queries are computing.
+            # The long query (eight scans, several times the other's length)
+            # starts first; the other query starts once it computes, and
+            # Ctrl-C comes once both compute. Started the other way round, a
+            # fast CPU can end the short query before the long one computes.
+            while not midway("demo_a"):
+                time.sleep(0.005)
+            other.start()
             while not (midway("demo_a") and midway("demo_b")):
+                if not other.is_alive() and "b" in results:
+                    return
                 time.sleep(0.005)
             os.kill(os.getpid(), signal.SIGINT)
 
         threading.Thread(target=interrupt, daemon=True).start()
         scan = "SELECT gene_i FROM kendall_all_pairs('demo_a')"
-        long = "SELECT count(*) FROM (" + " UNION ALL ".join([scan] * 4) + ")"
+        long = "SELECT count(*) FROM (" + " UNION ALL ".join([scan] * 8) + ")"
         sent = time.monotonic()
         try:
             ctx.sql(long).to_arrow_table()
+            if other.is_alive():
+                other.join()
             print(json.dumps({{"interrupted": False}}), flush=True)
             sys.exit(0)
         except KeyboardInterrupt:
