@@ -237,7 +237,8 @@ fn side_of(expr: &Expr) -> Option<Side> {
     }
 }
 
-fn string_literal(expr: &Expr) -> Option<String> {
+/// The string a literal (or a cast of one) holds.
+pub(crate) fn string_literal(expr: &Expr) -> Option<String> {
     match expr {
         Expr::Literal(v, _) => v.try_as_str().flatten().map(str::to_string),
         Expr::Cast(c) => string_literal(&c.expr),

@@ -46,6 +46,7 @@ pub mod ffi;
 pub mod filter;
 pub mod functions;
 pub mod gene_filter;
+pub mod group_filter;
 pub mod graphml;
 pub mod input;
 pub mod kernel;

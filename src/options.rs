@@ -103,6 +103,8 @@ kendall_options! {
     gene_ids: GeneIds = GeneIds::String,
     /// Partitions of a pair scan (balanced ranges of tile ids): 0 for the default, datafusion.execution.target_partitions on one machine and four times that on a Ballista cluster (more tasks than executor slots, so a slow or lost executor does not hold the job).
     partitions: Partitions = Partitions(0),
+    /// Grouped samples: '' (none, the default), or a source (table, view, file or URL) whose first two columns are a sample id and its group (strings or integers); each group's pairs are then computed over its samples only, with a leading 'group' column, and p- and q-values per group.
+    groups: String = String::new(),
 }
 
 impl ConfigExtension for KendallOptions {
@@ -152,6 +154,12 @@ impl ExtensionOptions for KendallOptions {
 }
 
 impl KendallOptions {
+    /// `kendall.groups`: the source of (sample, group) rows, when set.
+    pub fn groups_source(&self) -> Option<String> {
+        let source = self.groups.trim();
+        (!source.is_empty()).then(|| source.to_string())
+    }
+
     /// The options set in a session's configuration: our own extension, or
     /// (feature `ffi`, a foreign host such as the Python package) the
     /// `kendall.*` keys of its FFI config extension, checked as a local `SET`

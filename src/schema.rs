@@ -33,6 +33,8 @@ pub const P_VALUE: &str = "p_value";
 pub const N: &str = "n";
 /// The p-value adjusted for the false discovery rate over all pairs.
 pub const Q_VALUE: &str = "q_value";
+/// Grouped samples (`kendall.groups`): the group a row's pair was computed in.
+pub const GROUP: &str = "group";
 /// Top partners: the gene whose partners a row lists.
 pub const GENE: &str = "gene";
 /// Top partners: one of the gene's strongest partners.
@@ -105,6 +107,15 @@ pub fn top_partners_schema() -> SchemaRef {
         Field::new(P_VALUE, DataType::Float64, true),
         Field::new(N, DataType::Int64, false),
     ]))
+}
+
+/// `schema` with a leading non-null `group` column (Utf8): the output of a
+/// call with grouped samples (`kendall.groups`), one group's rows after
+/// another's.
+pub fn grouped(schema: &Schema) -> SchemaRef {
+    let mut fields = vec![Arc::new(Field::new(GROUP, DataType::Utf8, false))];
+    fields.extend(schema.fields().iter().cloned());
+    Arc::new(Schema::new(fields))
 }
 
 crate::option_enum::option_enum! {

@@ -39,7 +39,8 @@ use prost::Message;
 use crate::exec::{KendallExec, ScanConfig};
 use crate::functions::scan::predicates;
 use crate::functions::{Call, KendallTable, function};
-use crate::input::{Columns, InputSpec, PairListSpec};
+use crate::group_filter::GroupPredicate;
+use crate::input::{Columns, GroupsSpec, InputSpec, PairListSpec};
 use crate::kernel::KernelKind;
 use crate::kernel::decision::{Decision, KernelPlan};
 use crate::memory;
@@ -99,6 +100,9 @@ struct TableProto {
     /// Top partners: k.
     #[prost(uint64, tag = "6")]
     k: u64,
+    /// `kendall.groups` at the call (grouped samples), when set.
+    #[prost(string, optional, tag = "7")]
+    groups: Option<String>,
 }
 
 /// An [`InputSpec`].
@@ -184,6 +188,9 @@ struct ConfigProto {
     /// `kendall.continuity`.
     #[prost(bool, tag = "21")]
     continuity: bool,
+    /// Grouped samples (`kendall.groups`): a leading `group` column.
+    #[prost(bool, tag = "22")]
+    grouped: bool,
 }
 
 /// A `KendallExec` node (its children, the input scans, travel apart).
@@ -204,9 +211,13 @@ struct ExecProto {
     /// Candidate pairs: the list's source and id columns.
     #[prost(message, optional, tag = "6")]
     pair_list: Option<PairListProto>,
+    /// Grouped samples: the groups source and its sample and group columns.
+    #[prost(message, optional, tag = "7")]
+    groups: Option<PairListProto>,
 }
 
-/// The candidate list of a `KendallExec` (`kendall_candidate_pairs`).
+/// The candidate list of a `KendallExec` (`kendall_candidate_pairs`), or
+/// its groups source (`kendall.groups`): a source and two columns.
 #[derive(Clone, PartialEq, Message)]
 struct PairListProto {
     #[prost(string, tag = "1")]
@@ -274,6 +285,7 @@ impl KendallLogicalCodec {
             right_names: names(1),
             gene_ids: call.gene_ids.to_string(),
             k: call.k.map_or(0, |k| k as u64),
+            groups: call.groups.as_deref().map(absolute),
         })
     }
 
@@ -300,6 +312,7 @@ impl KendallLogicalCodec {
                 "" => crate::schema::GeneIds::default(),
                 ids => parse(ids)?,
             },
+            groups: proto.groups,
         };
         Ok(Arc::new(KendallTable::from_call(call)?))
     }
@@ -460,6 +473,7 @@ fn encode_config(config: &ScanConfig) -> Result<ConfigProto> {
         zero_if_inflated: config.planned_kernel.is_some_and(|d| d.zero_if_inflated),
         alternative: config.alternative.to_string(),
         continuity: config.continuity == Continuity::On,
+        grouped: config.grouped,
     })
 }
 
@@ -470,6 +484,10 @@ fn decode_config(proto: ConfigProto, ctx: &TaskContext) -> Result<ScanConfig> {
     let filters = from_proto::parse_exprs(&proto.filters, ctx, &DefaultLogicalExtensionCodec {})
         .map_err(|e| codec_error("cannot decode a pushed-down filter", e))?;
     let (predicate, gene_predicate) = predicates(&filters);
+    let group_predicate = match proto.grouped {
+        true => GroupPredicate::of(&filters).map(Arc::new),
+        false => None,
+    };
     let simd: crate::kernel::isa::SimdChoice = parse(&proto.simd)?;
     let kernel = KernelPlan {
         choice: parse(&proto.kernel)?,
@@ -523,6 +541,8 @@ fn decode_config(proto: ConfigProto, ctx: &TaskContext) -> Result<ScanConfig> {
         gene_ids: parse(&proto.gene_ids)?,
         filters,
         cluster: proto.cluster,
+        grouped: proto.grouped,
+        group_predicate,
     })
 }
 
@@ -551,6 +571,10 @@ impl KendallPhysicalCodec {
                 what: l.what.clone(),
                 columns: l.columns.to_vec(),
             }),
+            groups: exec.groups_spec().map(|g| PairListProto {
+                what: g.what.clone(),
+                columns: g.columns.to_vec(),
+            }),
             config: Some(encode_config(exec.config())?),
             projection: exec.projection().iter().map(|&i| i as u64).collect(),
             inputs,
@@ -578,8 +602,10 @@ impl KendallPhysicalCodec {
         } else {
             (embedded.as_slice(), children.first().cloned())
         };
-        let wanted =
-            1 + usize::from(proto.right.is_some()) + usize::from(proto.pair_list.is_some());
+        let wanted = 1
+            + usize::from(proto.right.is_some())
+            + usize::from(proto.pair_list.is_some())
+            + usize::from(proto.groups.is_some());
         if inputs.len() != wanted {
             return Err(codec_error(
                 "KendallExec",
@@ -587,6 +613,7 @@ impl KendallPhysicalCodec {
             ));
         }
         let projection = proto.projection.into_iter().map(to_usize).collect();
+        let list_at = 1 + usize::from(proto.right.is_some());
         let exec =
             KendallExec::try_new(Arc::new(spec), Arc::clone(&inputs[0]), config, projection)?;
         let exec = match proto.right {
@@ -601,7 +628,19 @@ impl KendallPhysicalCodec {
                     what: list.what,
                     columns,
                 };
-                exec.with_pair_list(Arc::new(spec), Arc::clone(&inputs[wanted - 1]))
+                exec.with_pair_list(Arc::new(spec), Arc::clone(&inputs[list_at]))
+            }
+            None => exec,
+        };
+        let exec = match proto.groups {
+            Some(groups) => {
+                let columns = <[String; 2]>::try_from(groups.columns)
+                    .map_err(|_| codec_error("KendallExec", "a groups source of two columns"))?;
+                let spec = GroupsSpec {
+                    what: groups.what,
+                    columns,
+                };
+                exec.with_groups(Arc::new(spec), Arc::clone(&inputs[wanted - 1]))
             }
             None => exec,
         };

@@ -6,6 +6,7 @@ use datafusion::logical_expr::Expr;
 
 use crate::filter::TauPredicate;
 use crate::gene_filter::GenePredicate;
+use crate::group_filter::GroupPredicate;
 use crate::kernel::Variant;
 use crate::kernel::decision::{Decision, KernelPlan};
 use crate::schema::{self, GeneIds};
@@ -60,9 +61,25 @@ pub struct ScanConfig {
     /// of its own: modes that merge state across partitions (top partners,
     /// q-values) then run as one partition.
     pub cluster: bool,
+    /// Grouped samples (`kendall.groups`): the output has a leading `group`
+    /// column, and each group's pairs are computed over its samples.
+    pub grouped: bool,
+    /// Grouped samples: the pushed-down filter on `group` (groups it leaves
+    /// out are never computed).
+    pub group_predicate: Option<Arc<GroupPredicate>>,
 }
 
 impl ScanConfig {
+    /// The columns of the pair (or top-partners) schema among the output
+    /// columns `projection`: the same, or for a grouped scan those after
+    /// its leading `group` column, moved down by one.
+    pub(crate) fn pair_columns(&self, projection: &[usize]) -> Vec<usize> {
+        match self.grouped {
+            true => projection.iter().filter(|&&c| c > 0).map(|&c| c - 1).collect(),
+            false => projection.to_vec(),
+        }
+    }
+
     /// What the scan's p-values are.
     pub(crate) fn pvalue_options(&self) -> PValueOptions {
         PValueOptions {
@@ -75,6 +92,7 @@ impl ScanConfig {
     /// Whether a scan producing the columns `projection` reads `q_value`
     /// (projected or filtered on).
     pub(crate) fn reads_q_value(&self, projection: &[usize]) -> bool {
+        let projection = &self.pair_columns(projection);
         self.top_k.is_none()
             && (projection.contains(&schema::pair_column::Q_VALUE)
                 || self.predicate.as_ref().is_some_and(|p| p.reads_q_value()))
@@ -86,6 +104,7 @@ impl ScanConfig {
         if self.reads_q_value(projection) {
             return true;
         }
+        let projection = &self.pair_columns(projection);
         let column = match self.top_k {
             Some(_) => schema::top_column::P_VALUE,
             None => schema::pair_column::P_VALUE,
@@ -95,14 +114,24 @@ impl ScanConfig {
 
     /// Whether a scan producing the columns `projection` reads `n`.
     pub(crate) fn reads_n(&self, projection: &[usize]) -> bool {
-        projection.contains(&match self.top_k {
+        self.pair_columns(projection).contains(&match self.top_k {
             Some(_) => schema::top_column::N,
             None => schema::pair_column::N,
         })
     }
 
-    /// The full output schema of the scan (before projection).
+    /// The full output schema of the scan (before projection): with a
+    /// leading `group` column when grouped.
     pub(crate) fn output_schema(&self) -> datafusion::arrow::datatypes::SchemaRef {
+        let pairs = self.pair_schema();
+        match self.grouped {
+            true => schema::grouped(&pairs),
+            false => pairs,
+        }
+    }
+
+    /// The schema of one group's pairs (the output's without `group`).
+    pub(crate) fn pair_schema(&self) -> datafusion::arrow::datatypes::SchemaRef {
         match self.top_k {
             Some(_) => schema::top_partners_schema(),
             None => schema::pair_schema(self.gene_ids),

@@ -15,12 +15,15 @@
 //! - `stream`: one partition's pairs turned into batches, their rows
 //!   built by `rows`;
 //! - [`top_k`]: `kendall_top_partners`' bounded per-gene state;
+//! - `groups`: a grouped scan (`kendall.groups`): the input read once,
+//!   each group prepared once and streamed group after group;
 //! - `dictionary`: dictionary-typed gene columns;
 //! - [`slices`]: which tile ranges a cluster task computes;
 //! - [`progress`]: how far scans have come, for progress displays.
 
 pub mod config;
 mod dictionary;
+mod groups;
 pub mod node;
 mod prepare;
 pub mod progress;

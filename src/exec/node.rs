@@ -21,16 +21,17 @@ use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use super::ScanConfig;
-use super::prepare::{Prepared, StageMetrics, prepare};
+use super::groups::{GroupCounters, GroupedInput, GroupedPartition};
+use super::prepare::{Prepared, StageMetrics, load as load_input, pairs_per_group, prepare};
 use super::progress::{LiveScan, Progress, live_scans};
 use super::slices::{partition_slices, slice_of};
 use super::stream::{PairStream, StreamMetrics};
 use crate::error::in_function;
 use crate::gene_filter::walked_anchors;
-use crate::input::{InputBatches, InputSpec, PairListSpec};
+use crate::input::{GroupsSpec, InputBatches, InputSpec, PairListSpec};
 use crate::kernel::KernelKind;
 use crate::load::SharedLoad;
 use crate::memory::QueryMemory;
@@ -47,6 +48,8 @@ pub struct KendallExec {
     /// `kendall_candidate_pairs`: the candidate list and its scan (only
     /// its pairs are computed).
     pair_list: Option<(Arc<PairListSpec>, Arc<dyn ExecutionPlan>)>,
+    /// Grouped samples (`kendall.groups`): the groups source and its scan.
+    groups: Option<(Arc<GroupsSpec>, Arc<dyn ExecutionPlan>)>,
     config: ScanConfig,
     projection: Vec<usize>,
     /// On a cluster, the only child: partition `p` of this in-memory scan
@@ -56,6 +59,11 @@ pub struct KendallExec {
     /// Loaded by the first partition, shared by all, released by the last
     /// (see [`SharedLoad`]).
     prepared: Arc<SharedLoad<Prepared>>,
+    /// Grouped samples: the input, loaded by the first partition, shared
+    /// by all (each group is then prepared once, see [`GroupedInput`]).
+    grouped: Arc<SharedLoad<GroupedInput>>,
+    /// Grouped samples: the groups' preparations started and stopped.
+    group_counters: GroupCounters,
     /// Pairs the scan computes, once known.
     total_pairs: Arc<std::sync::OnceLock<u64>>,
     /// Inputs a load read in place (a sparse table's arrays, a 10x
@@ -101,11 +109,16 @@ impl KendallExec {
         )
         .with_scheduling_type(SchedulingType::Cooperative);
         let metrics = ExecutionPlanMetricsSet::new();
-        let prepared = SharedLoad::new(
-            config.partitions,
+        let (loads, loads_stopped) = (
             MetricBuilder::new(&metrics).global_counter("input_loads"),
             MetricBuilder::new(&metrics).global_counter("input_loads_stopped"),
         );
+        let prepared = SharedLoad::new(config.partitions, loads.clone(), loads_stopped.clone());
+        let grouped = SharedLoad::new(config.partitions, loads, loads_stopped);
+        let group_counters = GroupCounters {
+            started: MetricBuilder::new(&metrics).global_counter("group_preparations"),
+            stopped: MetricBuilder::new(&metrics).global_counter("group_preparations_stopped"),
+        };
         let in_place = MetricBuilder::new(&metrics).global_counter("inputs_read_in_place");
         let stage_metrics = StageMetrics::new(&metrics);
         let total_pairs = Arc::new(std::sync::OnceLock::new());
@@ -119,10 +132,13 @@ impl KendallExec {
             input,
             right: None,
             pair_list: None,
+            groups: None,
             config,
             projection,
             slices,
             prepared: Arc::new(prepared),
+            grouped: Arc::new(grouped),
+            group_counters,
             total_pairs,
             in_place,
             stage_metrics,
@@ -147,6 +163,14 @@ impl KendallExec {
         pairs: Arc<dyn ExecutionPlan>,
     ) -> Self {
         self.pair_list = Some((spec, pairs));
+        self
+    }
+
+    /// The plan over grouped samples (`kendall.groups`): the (sample,
+    /// group) rows scanned by `groups` (whose columns `spec` names); the
+    /// scan's config must be grouped.
+    pub fn with_groups(mut self, spec: Arc<GroupsSpec>, groups: Arc<dyn ExecutionPlan>) -> Self {
+        self.groups = Some((spec, groups));
         self
     }
 
@@ -182,31 +206,45 @@ impl KendallExec {
         self.pair_list.as_ref().map(|(spec, _)| spec)
     }
 
+    /// Grouped samples: the groups source and its columns.
+    pub fn groups_spec(&self) -> Option<&Arc<GroupsSpec>> {
+        self.groups.as_ref().map(|(spec, _)| spec)
+    }
+
     /// The columns of the output schema this plan produces (indices).
     pub fn projection(&self) -> &[usize] {
         &self.projection
     }
 
     /// The scans of the source, of the right source of
-    /// `kendall_cross_pairs` and of the list of `kendall_candidate_pairs`,
-    /// in that order: the children, except on a cluster.
+    /// `kendall_cross_pairs`, of the list of `kendall_candidate_pairs` and
+    /// of the groups source, in that order: the children, except on a
+    /// cluster.
     pub fn inputs(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
         let mut inputs = vec![&self.input];
         inputs.extend(self.right.as_ref().map(|(_, plan)| plan));
         inputs.extend(self.pair_list.as_ref().map(|(_, plan)| plan));
+        inputs.extend(self.groups.as_ref().map(|(_, plan)| plan));
         inputs
     }
 
     /// This plan's copy with other `inputs` (as [`KendallExec::inputs`]
     /// lists them) and the same settings.
     fn with_inputs(&self, mut inputs: Vec<Arc<dyn ExecutionPlan>>) -> Result<Self> {
-        let wanted = 1 + usize::from(self.right.is_some()) + usize::from(self.pair_list.is_some());
+        let wanted = 1
+            + usize::from(self.right.is_some())
+            + usize::from(self.pair_list.is_some())
+            + usize::from(self.groups.is_some());
         if inputs.len() != wanted {
             return Err(DataFusionError::Internal(format!(
                 "KendallExec takes {wanted} children (its inputs), got {}",
                 inputs.len()
             )));
         }
+        let groups = match &self.groups {
+            Some((spec, _)) => inputs.pop().map(|plan| (Arc::clone(spec), plan)),
+            None => None,
+        };
         let pair_list = match &self.pair_list {
             Some((spec, _)) => inputs.pop().map(|plan| (Arc::clone(spec), plan)),
             None => None,
@@ -224,6 +262,7 @@ impl KendallExec {
         )?;
         exec.right = right;
         exec.pair_list = pair_list;
+        exec.groups = groups;
         Ok(exec)
     }
 
@@ -304,10 +343,11 @@ impl DisplayAs for KendallExec {
             write!(f, "{sep}filter{eq}{p}")?;
         }
         if self.wants_q_value() {
-            let family = if self.pair_list.is_some() {
-                "the listed pairs"
-            } else {
-                "all pairs"
+            let family = match (self.pair_list.is_some(), self.groups.is_some()) {
+                (true, true) => "each group's listed pairs",
+                (true, false) => "the listed pairs",
+                (false, true) => "each group's pairs",
+                (false, false) => "all pairs",
             };
             write!(f, "{sep}q_value{eq}{} over {family}", c.fdr)?;
         }
@@ -320,6 +360,12 @@ impl DisplayAs for KendallExec {
         }
         if let Some((list, _)) = &self.pair_list {
             write!(f, "{sep}pairs{eq}listed in {}", list.what)?;
+        }
+        if let Some((groups, _)) = &self.groups {
+            write!(f, "{sep}groups{eq}{}", groups.what)?;
+            if let Some(p) = &c.group_predicate {
+                write!(f, "{sep}group_filter{eq}{p}")?;
+            }
         }
         if let Some(l) = c.limit {
             write!(f, "{sep}limit{eq}{l}")?;
@@ -410,70 +456,144 @@ impl ExecutionPlan for KendallExec {
                 "KendallExec has {partitions} partitions, asked for partition {partition}"
             )));
         }
-        let slices = self.slices.clone();
         let schema = self.schema();
+        let function = self.config.function;
+        let stream = match self.groups.is_some() {
+            true => self.grouped_stream(partition, context),
+            false => self.pairs_stream(partition, context),
+        };
+        // The scan stays in the live registry (its progress readable by
+        // source) while a stream of it runs, even once the plan is dropped:
+        // hosts such as datafusion-python's `execute_stream` keep only the
+        // streams.
+        let alive = Arc::clone(&self.total_pairs);
+        let stream = stream.inspect(move |_| {
+            let _ = &alive;
+        })
+        // Every error of the scan is named after the function the query called.
+        .map_err(move |e| in_function(function, e));
+        Ok(make_cooperative(Box::pin(RecordBatchStreamAdapter::new(
+            schema, stream,
+        ))))
+    }
+}
+
+/// The scans a load reads, copied from the plan for one partition's load.
+#[derive(Clone)]
+struct Sources {
+    spec: Arc<InputSpec>,
+    input: Arc<dyn ExecutionPlan>,
+    right: Option<(Arc<InputSpec>, Arc<dyn ExecutionPlan>)>,
+    pair_list: Option<(Arc<PairListSpec>, Arc<dyn ExecutionPlan>)>,
+    in_place: Count,
+}
+
+/// A load's batches: the source's, the right source's, the candidate
+/// list's.
+type Opened<'a> = (
+    InputBatches,
+    Option<(&'a InputSpec, InputBatches)>,
+    Option<(&'a PairListSpec, InputBatches)>,
+);
+
+impl Sources {
+    /// Fresh copies of the scans (file scans keep per-execution state, a
+    /// shared queue of files), executed as `context`'s.
+    fn open(&self, context: &Arc<TaskContext>) -> Result<Opened<'_>> {
+        let input = reset_plan_states(Arc::clone(&self.input))?;
+        let batches = InputBatches::new(input, Arc::clone(context), &self.spec.what)?
+            .counting_in_place(self.in_place.clone());
+        let right = match &self.right {
+            Some((right_spec, plan)) => {
+                let plan = reset_plan_states(Arc::clone(plan))?;
+                let batches = InputBatches::new(plan, Arc::clone(context), &right_spec.what)?
+                    .counting_in_place(self.in_place.clone());
+                Some((right_spec.as_ref(), batches))
+            }
+            None => None,
+        };
+        let pair_list = match &self.pair_list {
+            Some((list, plan)) => {
+                let plan = reset_plan_states(Arc::clone(plan))?;
+                let batches = InputBatches::new(plan, Arc::clone(context), &list.what)?;
+                Some((list.as_ref(), batches))
+            }
+            None => None,
+        };
+        Ok((batches, right, pair_list))
+    }
+}
+
+/// A partition's batches, errors not yet named after the function.
+type Batches = futures::stream::BoxStream<'static, Result<datafusion::arrow::array::RecordBatch>>;
+
+impl KendallExec {
+    fn sources(&self) -> Sources {
+        Sources {
+            spec: Arc::clone(&self.spec),
+            input: Arc::clone(&self.input),
+            right: self.right.clone(),
+            pair_list: self.pair_list.clone(),
+            in_place: self.in_place.clone(),
+        }
+    }
+
+    /// The tile range of `partition`: the partition, or on a cluster what
+    /// the task's slice of the partitions says.
+    fn tile_range(
+        &self,
+        partition: usize,
+        context: &Arc<TaskContext>,
+    ) -> impl std::future::Future<Output = Result<usize>> + Send + 'static {
+        let (slices, context) = (self.slices.clone(), Arc::clone(context));
+        async move {
+            match &slices {
+                Some(slices) => slice_of(slices, partition, context).await,
+                None => Ok(partition),
+            }
+        }
+    }
+
+    /// An ungrouped scan's partition: the input prepared once (shared by
+    /// every partition), then the partition's pairs.
+    fn pairs_stream(&self, partition: usize, context: Arc<TaskContext>) -> Batches {
+        let tile_range = self.tile_range(partition, &context);
         let load = Arc::clone(&self.prepared);
         // Counted from now until the input is there: a stream dropped
         // before (even unpolled) lets a load nobody wants stop.
         let interest = load.interest();
-        let spec = Arc::clone(&self.spec);
+        let sources = self.sources();
         let config = self.config.clone();
         let projection = self.projection.clone();
         let wants = (self.wants_p_value(), self.wants_q_value());
-        let function = self.config.function;
-        let memory = QueryMemory::new(Arc::clone(context.memory_pool()), function, &self.spec.what);
-        let input = Arc::clone(&self.input);
-        let right = self.right.clone();
-        let pair_list = self.pair_list.clone();
+        let memory = QueryMemory::new(
+            Arc::clone(context.memory_pool()),
+            config.function,
+            &self.spec.what,
+        );
         let total_pairs = Arc::clone(&self.total_pairs);
-        let in_place = self.in_place.clone();
         let stage_metrics = self.stage_metrics.clone();
         let metrics = StreamMetrics::new(&self.metrics, partition);
-        let stream_schema = Arc::clone(&schema);
+        let stream_schema = self.schema();
         let start = async move {
-            // The tile range: the partition, or on a cluster what the
-            // task's slice of the partitions says.
-            let partition = match &slices {
-                Some(slices) => slice_of(slices, partition, Arc::clone(&context)).await?,
-                None => partition,
-            };
+            let partition = tile_range.await?;
             let prepared = load
                 .get(&interest, || {
-                    let (spec, config) = (Arc::clone(&spec), config.clone());
+                    let (sources, config) = (sources.clone(), config.clone());
                     let (memory, total_pairs) = (memory.clone(), Arc::clone(&total_pairs));
-                    let (input, context) = (Arc::clone(&input), Arc::clone(&context));
-                    let (right, pair_list) = (right.clone(), pair_list.clone());
-                    let in_place = in_place.clone();
+                    let context = Arc::clone(&context);
                     let stage_metrics = stage_metrics.clone();
                     move || {
-                        // A fresh copy of the scan each load: file scans keep
-                        // per-execution state (a shared queue of files).
-                        let input = reset_plan_states(input)?;
-                        let batches = InputBatches::new(input, Arc::clone(&context), &spec.what)?
-                            .counting_in_place(in_place.clone());
-                        let right = match &right {
-                            Some((right_spec, plan)) => {
-                                let plan = reset_plan_states(Arc::clone(plan))?;
-                                let batches = InputBatches::new(
-                                    plan,
-                                    Arc::clone(&context),
-                                    &right_spec.what,
-                                )?
-                                .counting_in_place(in_place);
-                                Some((right_spec.as_ref(), batches))
-                            }
-                            None => None,
-                        };
-                        let pair_list = match &pair_list {
-                            Some((list, plan)) => {
-                                let plan = reset_plan_states(Arc::clone(plan))?;
-                                let batches = InputBatches::new(plan, context, &list.what)?;
-                                Some((list.as_ref(), batches))
-                            }
-                            None => None,
-                        };
-                        let prepared =
-                            prepare(&spec, batches, right, pair_list, &config, wants, &memory)?;
+                        let (batches, right, pair_list) = sources.open(&context)?;
+                        let prepared = prepare(
+                            &sources.spec,
+                            batches,
+                            right,
+                            pair_list,
+                            &config,
+                            wants,
+                            &memory,
+                        )?;
                         let _ = total_pairs.set(prepared.work.total_pairs());
                         stage_metrics.record(&prepared.stage_times);
                         Ok(prepared)
@@ -494,19 +614,75 @@ impl ExecutionPlan for KendallExec {
                 metrics,
             )
         };
-        // The scan stays in the live registry (its progress readable by
-        // source) while a stream of it runs, even once the plan is dropped:
-        // hosts such as datafusion-python's `execute_stream` keep only the
-        // streams.
-        let alive = Arc::clone(&self.total_pairs);
-        let stream =
-            futures::StreamExt::inspect(futures::stream::once(start).try_flatten(), move |_| {
-                let _ = &alive;
-            })
-            // Every error of the scan is named after the function the query called.
-            .map_err(move |e| in_function(function, e));
-        Ok(make_cooperative(Box::pin(RecordBatchStreamAdapter::new(
-            schema, stream,
-        ))))
+        futures::stream::once(start).try_flatten().boxed()
+    }
+
+    /// A grouped scan's partition: the input and the groups read once
+    /// (shared by every partition), then each group's share of the
+    /// partition's pairs, group after group (see [`GroupedPartition`]).
+    fn grouped_stream(&self, partition: usize, context: Arc<TaskContext>) -> Batches {
+        let tile_range = self.tile_range(partition, &context);
+        let load = Arc::clone(&self.grouped);
+        let interest = load.interest();
+        let sources = self.sources();
+        let groups = self.groups.clone();
+        let config = self.config.clone();
+        let memory = QueryMemory::new(
+            Arc::clone(context.memory_pool()),
+            config.function,
+            &self.spec.what,
+        );
+        let total_pairs = Arc::clone(&self.total_pairs);
+        let stage_metrics = self.stage_metrics.clone();
+        let counters = self.group_counters.clone();
+        let pair_columns = config.pair_columns(&self.projection);
+        let wants = (self.wants_p_value(), self.wants_q_value());
+        let mut group_config = config.clone();
+        group_config.grouped = false;
+        let streamed = GroupedPartition {
+            partition,
+            config: group_config,
+            projection: self.projection.clone(),
+            pair_columns,
+            schema: self.schema(),
+            wants,
+            memory: memory.clone(),
+            metrics: StreamMetrics::new(&self.metrics, partition),
+            stage_metrics: stage_metrics.clone(),
+        };
+        let start = async move {
+            let tiles = tile_range.await?;
+            let input = load
+                .get(&interest, || {
+                    let (sources, groups) = (sources.clone(), groups.clone());
+                    let (config, memory) = (config.clone(), memory.clone());
+                    let (total_pairs, context) = (Arc::clone(&total_pairs), Arc::clone(&context));
+                    let (stage_metrics, counters) = (stage_metrics.clone(), counters.clone());
+                    move || {
+                        let (batches, right, pair_list) = sources.open(&context)?;
+                        let loaded = load_input(&sources.spec, batches, right, pair_list, &memory)?;
+                        stage_metrics.record_load(loaded.load_time);
+                        let Some((groups_spec, plan)) = groups else {
+                            return Err(DataFusionError::Internal(
+                                "a grouped scan without its groups source".into(),
+                            ));
+                        };
+                        let plan = reset_plan_states(plan)?;
+                        let batches = InputBatches::new(plan, context, &groups_spec.what)?;
+                        let sample_groups = groups_spec.read(batches, &memory)?;
+                        let per_group = pairs_per_group(&loaded, &config);
+                        let missing = sources.spec.missing;
+                        let input =
+                            GroupedInput::new(loaded, sample_groups, missing, &config, &counters);
+                        let _ = total_pairs.set(input.total_pairs(per_group));
+                        Ok(input)
+                    }
+                })
+                .await?;
+            drop(interest);
+            tokio::task::yield_now().await;
+            Ok::<_, DataFusionError>(GroupedPartition { partition: tiles, ..streamed }.stream(input))
+        };
+        futures::stream::once(start).try_flatten().boxed()
     }
 }

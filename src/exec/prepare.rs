@@ -100,6 +100,12 @@ impl StageMetrics {
         ])
     }
 
+    /// Adds a load's time (a grouped scan's, whose groups are prepared
+    /// apart).
+    pub(super) fn record_load(&self, load: Duration) {
+        self.0[0].add_duration(load);
+    }
+
     /// Adds one preparation's times.
     pub(super) fn record(&self, times: &StageTimes) {
         let [load, rank, planes, rest] = &self.0;
@@ -110,20 +116,109 @@ impl StageMetrics {
     }
 }
 
+/// The input read and checked, not yet ranked: the matrix (two stacked
+/// for `kendall_cross_pairs`) and a candidate list's pairs. A grouped scan
+/// keeps it for the whole query and ranks each group's samples from it.
+#[derive(Debug)]
+pub(super) struct Loaded {
+    pub(super) matrix: ExpressionMatrix,
+    /// What every group shares besides its samples.
+    pub(super) shared: Shared,
+    /// The candidate list's reservation.
+    list_memory: Reservation,
+    /// How long reading took.
+    pub(super) load_time: Duration,
+}
+
+/// What every group of a scan shares besides its matrix: the cross
+/// shape, the candidate list and `kendall.missing = 'propagate'`.
+#[derive(Debug, Clone)]
+pub(super) struct Shared {
+    /// Cross pairs: the left and right gene counts.
+    pub(super) cross: Option<(usize, usize)>,
+    /// Candidate pairs: the listed pairs among the genes.
+    pub(super) listed: Option<Arc<ListedPairs>>,
+    /// A pair touching a gene with a missing value gets NaN.
+    pub(super) propagate: bool,
+}
+
 /// Reads, validates and ranks the input; splits the tiles into partitions.
 /// Values, ranks and planes are reserved in `memory` before they are built.
 /// Stops between stages (and between the batches it reads) when the query
 /// no longer wants it ([`checkpoint`]).
 ///
 /// A straight pipeline of named stages, each returning what it built and
-/// the memory reservation that holds it: [`load_inputs`], [`rank`],
-/// [`bit_planes`], [`read_pair_list`], [`split_work`], [`p_values`],
-/// [`q_values`].
+/// the memory reservation that holds it: [`load`] (the input, a candidate
+/// list), listwise deletion, then [`prepare_loaded`]'s.
 pub(super) fn prepare(
     spec: &InputSpec,
     batches: InputBatches,
     right: Option<(&InputSpec, InputBatches)>,
     pair_list: Option<(&PairListSpec, InputBatches)>,
+    config: &ScanConfig,
+    wants: (bool, bool),
+    memory: &QueryMemory,
+) -> Result<Prepared> {
+    let right_what = right.as_ref().map(|(s, _)| s.what.clone());
+    let mut loaded = load(spec, batches, right, pair_list, memory)?;
+    // Listwise deletion: only samples every gene (of both sides) has.
+    if spec.missing == MissingValues::Complete {
+        let what = match right_what {
+            Some(right) => format!("{} and {right}", spec.what),
+            None => spec.what.clone(),
+        };
+        loaded.matrix.keep_complete_samples(&what)?;
+    }
+    let Loaded {
+        matrix,
+        shared,
+        list_memory,
+        load_time,
+    } = loaded;
+    let mut prepared = prepare_loaded(matrix, &shared, config, wants, memory)?;
+    prepared.stage_times.load = load_time;
+    prepared._reserved[5] = list_memory;
+    Ok(prepared)
+}
+
+/// Stages 1 and 2: the input read and checked ([`load_inputs`]), and a
+/// candidate list's pairs among its genes ([`read_pair_list`]).
+pub(super) fn load(
+    spec: &InputSpec,
+    batches: InputBatches,
+    right: Option<(&InputSpec, InputBatches)>,
+    pair_list: Option<(&PairListSpec, InputBatches)>,
+    memory: &QueryMemory,
+) -> Result<Loaded> {
+    let clock = Instant::now();
+    let (matrix, cross) = load_inputs(spec, batches, right, memory)?;
+    let (listed, list_memory) = read_pair_list(pair_list, cross, &matrix.genes, memory)?;
+    checkpoint()?;
+    Ok(Loaded {
+        matrix,
+        shared: Shared {
+            cross,
+            listed,
+            propagate: spec.missing == MissingValues::Propagate,
+        },
+        list_memory,
+        load_time: clock.elapsed(),
+    })
+}
+
+/// The pairs one group of a grouped scan over `loaded` computes (every
+/// group has every gene).
+pub(super) fn pairs_per_group(loaded: &Loaded, config: &ScanConfig) -> u64 {
+    let shared = &loaded.shared;
+    split_work(config, &loaded.matrix.genes, shared.cross, shared.listed.as_ref()).total_pairs()
+}
+
+/// The stages after loading, for one matrix (the input's, or one group's
+/// samples of it): [`rank`], [`bit_planes`], [`split_work`], [`p_values`],
+/// [`q_values`].
+pub(super) fn prepare_loaded(
+    loaded: ExpressionMatrix,
+    shared: &Shared,
     config: &ScanConfig,
     (wants_p, wants_q): (bool, bool),
     memory: &QueryMemory,
@@ -135,9 +230,11 @@ pub(super) fn prepare(
         clock = now;
         lap
     };
-    let (loaded, cross) = load_inputs(spec, batches, right, memory)?;
-    let load_time = lap();
-    let propagate = spec.missing == MissingValues::Propagate;
+    let Shared {
+        cross,
+        listed,
+        propagate,
+    } = shared.clone();
     let gene_ids = loaded.genes.clone();
     let (matrix, kernel, ranks_memory) = rank(loaded, config, wants_q, memory)?;
     checkpoint()?;
@@ -145,7 +242,6 @@ pub(super) fn prepare(
     let (planes, planes_memory) = bit_planes(&matrix, kernel, memory)?;
     checkpoint()?;
     let planes_time = lap();
-    let (listed, list_memory) = read_pair_list(pair_list, cross, &gene_ids, memory)?;
     let work = split_work(config, &gene_ids, cross, listed.as_ref());
     let gene_filter = config.gene_predicate.as_ref().map(|p| p.resolve(&gene_ids));
     let (pvalues, p_memory) = p_values(config, wants_p, matrix.samples(), memory)?;
@@ -173,11 +269,13 @@ pub(super) fn prepare(
         GeneIds::String => None,
     };
     let stage_times = StageTimes {
-        load: load_time,
+        load: Duration::ZERO,
         rank: rank_time,
         planes: planes_time,
         rest: lap(),
     };
+    // A candidate list's reservation is the load's (see `prepare`).
+    let list_memory = memory.reserve("candidate pairs", 0)?;
     Ok(Prepared {
         stage_times,
         propagate,
@@ -204,8 +302,7 @@ pub(super) fn prepare(
 
 /// Stage 1, the input loaded: one matrix, or for `kendall_cross_pairs`
 /// two stacked (the right genes below the left ones, on the samples both
-/// have), with the two sides' gene counts; then listwise deletion when
-/// `kendall.missing = 'complete'`. The two inputs are read side by side,
+/// have), with the two sides' gene counts. The two inputs are read side by side,
 /// or, under a memory limit, one after the other (what reading one holds
 /// is then freed before the other is read). The matrix holds its own
 /// reservation.
@@ -215,8 +312,7 @@ fn load_inputs(
     right: Option<(&InputSpec, InputBatches)>,
     memory: &QueryMemory,
 ) -> Result<(ExpressionMatrix, Option<(usize, usize)>)> {
-    let right_what = right.as_ref().map(|(s, _)| s.what.clone());
-    let (mut loaded, cross) = match right {
+    let (loaded, cross) = match right {
         Some((right_spec, right_batches)) => {
             let left = || input::load(spec, batches, memory);
             let right = || input::load(right_spec, right_batches, memory);
@@ -239,18 +335,10 @@ fn load_inputs(
             (loaded, None)
         }
     };
-    // Listwise deletion: only samples every gene (of both sides) has.
-    if spec.missing == MissingValues::Complete {
-        let what = match right_what {
-            Some(right) => format!("{} and {right}", spec.what),
-            None => spec.what.clone(),
-        };
-        loaded.keep_complete_samples(&what)?;
-    }
     Ok((loaded, cross))
 }
 
-/// Stage 2, the matrix ranked and the kernel decided: by shape (for every
+/// Stage 3, the matrix ranked and the kernel decided: by shape (for every
 /// pair when q-values are read, gene filters or not), then by data (`auto`
 /// switches to the zero-inflated kernel where the data is); the bitset
 /// kernel's ranks dense. The values (and their reservation) are dropped
@@ -290,7 +378,7 @@ fn rank(
     Ok((matrix, kernel, ranks_memory))
 }
 
-/// Stage 3, the bit-planes of the bitset kernel (none for the others), and
+/// Stage 4, the bit-planes of the bitset kernel (none for the others), and
 /// their reservation.
 fn bit_planes(
     matrix: &RankedMatrix,
@@ -309,7 +397,7 @@ fn bit_planes(
     Ok((planes, planes_memory))
 }
 
-/// Stage 4, `kendall_candidate_pairs`' list: the listed pairs found among
+/// Stage 2, `kendall_candidate_pairs`' list: the listed pairs found among
 /// `gene_ids` (the first id among the left genes, the second among the
 /// right ones), and their reservation.
 fn read_pair_list(

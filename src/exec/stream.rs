@@ -35,7 +35,7 @@ use crate::stats::pvalue::PValues;
 use crate::work::PairCursor;
 
 /// Per-partition metrics shown by `EXPLAIN ANALYZE`.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct StreamMetrics {
     baseline: BaselineMetrics,
     pairs: Count,

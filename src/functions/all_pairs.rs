@@ -58,6 +58,7 @@ impl KendallFunction for KendallAllPairs {
             names: vec![args.strings_from(1, "a column name")?],
             k: None,
             gene_ids: options.gene_ids,
+            groups: None,
         })
     }
 
@@ -89,6 +90,7 @@ impl KendallFunction for KendallAllPairs {
             right: None,
             pair_list: None,
             config,
+            groups: None,
         })
     }
 }

@@ -71,6 +71,7 @@ impl KendallFunction for KendallCandidatePairs {
             sources,
             k: None,
             gene_ids: options.gene_ids,
+            groups: None,
         })
     }
 
@@ -121,6 +122,7 @@ impl KendallFunction for KendallCandidatePairs {
             right: right.map(|r| (r.spec, r.input)),
             pair_list: Some((Arc::new(list_spec), list_scan)),
             config,
+            groups: None,
         })
     }
 }

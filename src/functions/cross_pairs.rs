@@ -71,6 +71,7 @@ impl KendallFunction for KendallCrossPairs {
             names: vec![left_names, right_names],
             k: None,
             gene_ids: options.gene_ids,
+            groups: None,
         })
     }
 
@@ -101,6 +102,7 @@ impl KendallFunction for KendallCrossPairs {
             right: Some((right.spec, right.input)),
             pair_list: None,
             config,
+            groups: None,
         })
     }
 }

@@ -59,6 +59,10 @@ pub struct Call {
     /// How the gene columns are typed (fixed at the call: the schema
     /// depends on it).
     pub gene_ids: GeneIds,
+    /// `kendall.groups` at the call: the source of (sample, group) rows
+    /// whose groups are computed one by one (the schema gains a leading
+    /// `group` column).
+    pub groups: Option<String>,
 }
 
 /// A planned call: the scans of its sources and what the plan computes.
@@ -73,6 +77,9 @@ pub struct PlannedCall {
     pub pair_list: Option<(Arc<PairListSpec>, Arc<dyn ExecutionPlan>)>,
     /// What the scan computes.
     pub config: ScanConfig,
+    /// Grouped samples (`kendall.groups`): the groups source's columns and
+    /// scan (planned by the table provider, `None` from the functions).
+    pub groups: Option<(Arc<crate::input::GroupsSpec>, Arc<dyn ExecutionPlan>)>,
 }
 
 /// One Kendall table function: its name, its arguments, its schema and how
@@ -147,7 +154,8 @@ impl TableFunctionImpl for TableFunction {
         args: datafusion::catalog::TableFunctionArgs,
     ) -> Result<Arc<dyn datafusion::catalog::TableProvider>> {
         let options = KendallOptions::from_config(args.session().config_options())?;
-        let call = self.0.call(args.exprs(), &options)?;
+        let mut call = self.0.call(args.exprs(), &options)?;
+        call.groups = options.groups_source();
         Ok(Arc::new(KendallTable::from_call(call)?))
     }
 }

@@ -11,6 +11,11 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 
 use super::scan::{guard_panics, pushdown};
+use crate::exec::ScanConfig;
+use crate::group_filter::GroupPredicate;
+use crate::input::{self, GroupsSpec};
+use crate::options::KendallOptions;
+use crate::schema;
 use super::{Call, KendallAllPairs, KendallFunction, function};
 use crate::exec::KendallExec;
 use crate::schema::{ALL_PAIRS, GeneIds};
@@ -37,7 +42,7 @@ impl KendallTable {
         let function = function(call.function).ok_or_else(|| {
             DataFusionError::Plan(format!("no Kendall table function '{}'", call.function))
         })?;
-        let schema = function.schema(&call);
+        let schema = table_schema(function, &call);
         Ok(Self {
             function,
             call,
@@ -55,6 +60,7 @@ impl KendallTable {
             names: vec![names],
             k: None,
             gene_ids: GeneIds::String,
+            groups: None,
         };
         Self {
             function: &KendallAllPairs,
@@ -66,7 +72,7 @@ impl KendallTable {
     /// The same table with its gene columns typed as `gene_ids` says.
     pub fn with_gene_ids(mut self, gene_ids: GeneIds) -> Self {
         self.call.gene_ids = gene_ids;
-        self.schema = self.function.schema(&self.call);
+        self.schema = table_schema(self.function, &self.call);
         self
     }
 
@@ -105,9 +111,18 @@ impl TableProvider for KendallTable {
         &self,
         filters: &[&Expr],
     ) -> Result<Vec<TableProviderFilterPushDown>> {
+        let grouped = self.call.groups.is_some();
         Ok(match self.function.pushes_down_filters() {
-            true => pushdown(filters),
-            false => vec![TableProviderFilterPushDown::Unsupported; filters.len()],
+            true => pushdown(filters, grouped),
+            // A filter on `group` only picks groups: it changes nothing
+            // within one.
+            false => filters
+                .iter()
+                .map(|f| match grouped && GroupPredicate::from_expr(f).is_some() {
+                    true => TableProviderFilterPushDown::Exact,
+                    false => TableProviderFilterPushDown::Unsupported,
+                })
+                .collect(),
         })
     }
 
@@ -118,16 +133,26 @@ impl TableProvider for KendallTable {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        let planned = guard_panics(
-            self.function.name(),
-            &self.call.sources,
-            self.function.plan(&self.call, state, filters, limit),
-        )
+        let mut sources = self.call.sources.clone();
+        sources.extend(self.call.groups.iter().cloned());
+        let mut planned = guard_panics(self.function.name(), &sources, async {
+            let mut planned = self.function.plan(&self.call, state, filters, limit).await?;
+            if let Some(source) = &self.call.groups {
+                planned.groups = Some(plan_groups(state, source).await?);
+                group_config(&mut planned.config, filters);
+            }
+            Ok(planned)
+        })
         .await?;
         let projection = projection
             .cloned()
             .unwrap_or_else(|| (0..self.schema.fields().len()).collect());
+        let groups = planned.groups.take();
         let exec = KendallExec::try_new(planned.spec, planned.input, planned.config, projection)?;
+        let exec = match groups {
+            Some((spec, scan)) => exec.with_groups(spec, scan),
+            None => exec,
+        };
         let exec = match planned.right {
             Some((spec, input)) => exec.with_right(spec, input),
             None => exec,
@@ -137,4 +162,47 @@ impl TableProvider for KendallTable {
             None => exec,
         }))
     }
+}
+
+/// The output schema of `call`: `function`'s, with a leading `group`
+/// column when the call groups samples.
+fn table_schema(function: &dyn KendallFunction, call: &Call) -> SchemaRef {
+    let pairs = function.schema(call);
+    match call.groups {
+        Some(_) => schema::grouped(&pairs),
+        None => pairs,
+    }
+}
+
+/// The groups source `source` (`kendall.groups`) resolved, its first two
+/// columns checked and their scan planned.
+async fn plan_groups(
+    state: &dyn Session,
+    source: &str,
+) -> Result<(Arc<GroupsSpec>, Arc<dyn ExecutionPlan>)> {
+    let options = KendallOptions::from_config(state.config_options())?;
+    let resolved = input::resolve(state, source, options.format).await?;
+    let spec = GroupsSpec::inspect(&resolved.what, &resolved.provider.schema())?;
+    let scan = resolved
+        .provider
+        .scan(state, Some(&vec![0, 1]), &[], None)
+        .await?;
+    Ok((Arc::new(spec), scan))
+}
+
+/// A grouped call's scan settings: grouped, the pushed-down filter on
+/// `group` (also among the filters a cluster's plan carries), the kernel
+/// decided per group once loaded (a group's samples are fewer), and no
+/// row limit per partition (a partition's rows span the groups).
+fn group_config(config: &mut ScanConfig, filters: &[datafusion::logical_expr::Expr]) {
+    config.grouped = true;
+    config.group_predicate = GroupPredicate::of(filters).map(Arc::new);
+    config.filters.extend(
+        filters
+            .iter()
+            .filter(|f| GroupPredicate::from_expr(f).is_some())
+            .cloned(),
+    );
+    config.planned_kernel = None;
+    config.limit = None;
 }

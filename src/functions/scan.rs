@@ -19,6 +19,7 @@ use crate::error::{Panicked, in_function, panicked, plan_error};
 use crate::exec::ScanConfig;
 use crate::filter::TauPredicate;
 use crate::gene_filter::GenePredicate;
+use crate::group_filter::GroupPredicate;
 use crate::input::{self, InputSpec};
 use crate::kernel::decision::KernelPlan;
 use crate::memory;
@@ -27,12 +28,17 @@ use crate::schema::GeneIds;
 
 /// Which `filters` the pair loop applies exactly (comparisons of `tau`,
 /// `p_value`, `q_value` and the gene columns, see [`TauPredicate`] and
-/// [`GenePredicate`]); DataFusion applies the others.
-pub(crate) fn pushdown(filters: &[&Expr]) -> Vec<TableProviderFilterPushDown> {
+/// [`GenePredicate`]; of a `grouped` call's `group` column, see
+/// [`GroupPredicate`]); DataFusion applies the others.
+pub(crate) fn pushdown(filters: &[&Expr], grouped: bool) -> Vec<TableProviderFilterPushDown> {
     filters
         .iter()
         .map(|f| {
-            if TauPredicate::from_expr(f).is_some() || GenePredicate::from_expr(f).is_some() {
+            let on_group = grouped && GroupPredicate::from_expr(f).is_some();
+            if TauPredicate::from_expr(f).is_some()
+                || GenePredicate::from_expr(f).is_some()
+                || on_group
+            {
                 TableProviderFilterPushDown::Exact
             } else {
                 TableProviderFilterPushDown::Unsupported
@@ -218,6 +224,9 @@ fn scan_config(
             .cloned()
             .collect(),
         cluster: on_cluster(config),
+        // A grouped call's provider sets them (see `KendallTable::scan`).
+        grouped: false,
+        group_predicate: None,
     })
 }
 

@@ -50,6 +50,7 @@ impl KendallFunction for KendallTopPartners {
             names: vec![args.strings_from(2, "a column name")?],
             // Top partners' gene columns are always strings.
             gene_ids: GeneIds::String,
+            groups: None,
         })
     }
 
@@ -87,6 +88,7 @@ impl KendallFunction for KendallTopPartners {
             right: None,
             pair_list: None,
             config,
+            groups: None,
         })
     }
 }

@@ -6,7 +6,27 @@ use datafusion::error::Result;
 use super::matrix::{ExpressionMatrix, MatrixValues};
 use crate::error::data_error;
 
+
 impl ExpressionMatrix {
+    /// Which samples no gene misses (listwise deletion keeps those): all of
+    /// them for a sparse matrix, which misses no value.
+    pub(crate) fn complete_samples(&self) -> Vec<bool> {
+        let n = self.samples;
+        let mut keep = vec![true; n];
+        if let MatrixValues::Dense { values, .. } = &self.values
+            && n > 0
+        {
+            for row in values.chunks(n) {
+                for (k, x) in row.iter().enumerate() {
+                    if x.is_nan() {
+                        keep[k] = false;
+                    }
+                }
+            }
+        }
+        keep
+    }
+
     /// Listwise deletion (`kendall.missing = 'complete'`): drops every
     /// sample that is missing (NaN) in any gene, in place; returns how many
     /// samples were dropped. When that drops every sample, an error (R's

@@ -138,4 +138,59 @@ impl ExpressionMatrix {
             reservation,
         ))
     }
+
+    /// The matrix on the samples `keep` (positions, ascending) only: one
+    /// group's samples (`kendall.groups`). Its values are reserved in
+    /// `memory` first; `self` is left as it is.
+    pub(crate) fn select_samples(&self, keep: &[u32], memory: &QueryMemory) -> Result<Self> {
+        let genes = self.genes.len();
+        let what = format!("input values of a group ({genes} genes x {} samples)", keep.len());
+        let mut reservation = memory.reserve(&what, 0)?;
+        let sample_ids: Vec<String> = match self.sample_ids.is_empty() {
+            true => Vec::new(),
+            false => keep.iter().map(|&s| self.sample_ids[s as usize].clone()).collect(),
+        };
+        match &self.values {
+            MatrixValues::Dense { values, residuals } => {
+                let cells = genes.saturating_mul(keep.len());
+                let per_value = if residuals.is_empty() { 8 } else { 10 };
+                reservation.try_grow(cells.saturating_mul(per_value))?;
+                let n = self.samples;
+                let pick = |row: usize, s: u32| row * n + s as usize;
+                let values = (0..genes)
+                    .flat_map(|g| keep.iter().map(move |&s| pick(g, s)))
+                    .map(|at| values[at])
+                    .collect();
+                let residuals = match residuals.is_empty() {
+                    true => Vec::new(),
+                    false => (0..genes)
+                        .flat_map(|g| keep.iter().map(move |&s| pick(g, s)))
+                        .map(|at| residuals[at])
+                        .collect(),
+                };
+                Ok(Self {
+                    genes: self.genes.clone(),
+                    samples: keep.len(),
+                    values: MatrixValues::Dense { values, residuals },
+                    sample_ids,
+                    _reservation: reservation,
+                })
+            }
+            MatrixValues::Sparse(sparse) => {
+                let mut to = vec![u32::MAX; self.samples];
+                for (new, &s) in keep.iter().enumerate() {
+                    to[s as usize] = new as u32;
+                }
+                let kept = sparse.remap_samples(&to)?;
+                reservation.try_grow(kept.heap_bytes())?;
+                Ok(Self {
+                    genes: self.genes.clone(),
+                    samples: keep.len(),
+                    values: MatrixValues::Sparse(kept),
+                    sample_ids,
+                    _reservation: reservation,
+                })
+            }
+        }
+    }
 }

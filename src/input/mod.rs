@@ -39,11 +39,13 @@
 //!   by what they are, also through the FFI; never a view or copy);
 //! - `listwise`: listwise deletion (`kendall.missing = 'complete'`);
 //!   `stack`: the two matrices of cross pairs as one; [`pair_list`]: a
-//!   candidate list's pairs.
+//!   candidate list's pairs; [`groups`]: grouped samples
+//!   (`kendall.groups`) and the groups of a matrix's samples.
 //!
 //! Ranking the loaded matrix is [`crate::rank`]'s.
 
 pub mod formats;
+pub mod groups;
 mod layouts;
 mod listwise;
 mod matrix;
@@ -61,6 +63,7 @@ mod values;
 
 pub use formats::tenx;
 pub use formats::{InputFormat, Resolved, resolve};
+pub use groups::{Group, GroupsSpec, SampleGroups};
 pub use matrix::{ExpressionMatrix, MatrixValues};
 pub use missing::MissingValues;
 pub use pair_list::{ListedPairs, PairListSpec};

@@ -75,10 +75,7 @@ impl PairListSpec {
         }
         for field in &fields[..2] {
             let t = field.data_type();
-            let id = t.is_integer()
-                || matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View)
-                || matches!(t, DataType::Dictionary(_, v) if matches!(**v, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View));
-            if !id {
+            if !is_id_type(t) {
                 return plan_err!(
                     "column '{}' of the candidate list {what} has type {t}; the first two \
                      columns must be gene ids (strings or integers)",
@@ -188,6 +185,13 @@ impl PairListSpec {
         reservation.shrink_to(pairs.heap_bytes());
         Ok((pairs, reservation))
     }
+}
+
+/// Whether a column of type `t` holds ids: strings (or a dictionary of
+/// them) or integers.
+pub(super) fn is_id_type(t: &DataType) -> bool {
+    let text = |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    t.is_integer() || text(t) || matches!(t, DataType::Dictionary(_, v) if text(v))
 }
 
 /// One id column of a batch of the list: text, or integers (looked up as

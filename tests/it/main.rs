@@ -17,6 +17,7 @@ mod errors;
 mod exports;
 mod fdr;
 mod fuzz;
+mod groups;
 mod graphml;
 #[cfg(feature = "hdf5")]
 mod h5;
