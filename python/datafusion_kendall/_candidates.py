@@ -13,6 +13,7 @@ from typing import Any
 
 from ._inputs import _chunked, _register, _sparse_input
 from ._progress import _collect, _in_notebook
+from ._groups import group_codes, group_of_rows, groups_table, labels_of
 from ._session import result_context
 
 
@@ -123,6 +124,7 @@ def candidate_pairs(
     kernel: str = "auto",
     partitions: int | None = None,
     progress: bool | None = None,
+    groups: Any = None,
 ):
     """Kendall's tau of listed pairs of features, within ``x`` or between
     ``x`` and ``y`` (the same cells, in the same order).
@@ -141,12 +143,20 @@ def candidate_pairs(
         threshold: keep pairs with ``abs(tau) >= threshold`` (in the engine).
         alternative: ``'two-sided'``, ``'less'`` or ``'greater'``.
         kernel, partitions, progress: as for :func:`corr`.
+        groups: one label per cell (row), e.g. ``adata.obs["cluster"]`` (a
+            Series aligned with an AnnData's ``obs_names`` or a frame's
+            index) or an array in cell order: each group's pairs are
+            computed over its cells only, with p- and q-values per group
+            (the false-discovery family is the group's pairs), in one
+            engine query. Cells with a missing label are left out.
 
     Returns:
         A pandas DataFrame ``gene_i, gene_j, tau`` (plus ``p_value, n`` and
         ``q_value``), one row per distinct listed pair whose features exist
         (in ``x`` alone, ``(a, b)`` and ``(b, a)`` are one pair, and a
-        feature with itself is none), in no particular order.
+        feature with itself is none), in no particular order. With
+        ``groups``: a leading ``group`` column (the labels, categories in
+        sorted order), rows in label order.
     """
     import numpy as np
     import pandas as pd
@@ -181,6 +191,13 @@ def candidate_pairs(
         ", q_value" if q_values else ""
     )
     where = "" if threshold is None else f" WHERE abs(tau) >= {float(threshold)!r} AND NOT isnan(tau)"
+    grouping = None
+    if groups is not None:
+        index = getattr(x, "obs_names", None)
+        if index is None and isinstance(x, pd.DataFrame):
+            index = x.index
+        grouping = group_codes(groups, x.shape[0], index)
+        columns = '"group", ' + columns
     result = _run(
         xs,
         ys,
@@ -191,9 +208,16 @@ def candidate_pairs(
         progress=_in_notebook() if progress is None else progress,
         partitions=partitions,
         where=where,
+        groups=None if grouping is None else groups_table(grouping[0]),
     )
+    frame = {}
+    if grouping is not None:
+        row_codes = group_of_rows(result)
+        order = np.argsort(row_codes, kind="stable")
+        result = result.drop_columns(["group"]).take(order)
+        frame["group"] = labels_of(row_codes[order], grouping[1])
     # x's and y's names may coincide: each column has categories of its own.
-    frame = {
+    frame |= {
         "gene_i": pd.Categorical.from_codes(
             _codes(result, "gene_i"), categories=pd.Index(names_i, dtype=object)
         ),
@@ -319,7 +343,7 @@ def _numbered(m: int, offset: int):
     return pa.array(np.arange(offset, offset + m, dtype=np.int64)).cast(pa.string())
 
 
-def _run(x, y, first, second, *, columns, options, progress, partitions, where=""):
+def _run(x, y, first, second, *, columns, options, progress, partitions, where="", groups=None):
     """``kendall_candidate_pairs`` of the listed positions over the CSC
     matrices ``x`` (and ``y``); the gene columns come back as dictionaries
     whose codes are the positions (``y``'s after ``x``'s)."""
@@ -345,6 +369,11 @@ def _run(x, y, first, second, *, columns, options, progress, partitions, where="
         name=names["pairs"],
     )
     settings = {"layout": "long", "absent": "zero", "gene_ids": "dictionary", **options}
+    if groups is not None:
+        # Cells are numbered from 0 (their sample ids): so are the groups'.
+        names["groups"] = f"dk_groups_{tag}"
+        ctx.from_arrow(groups, name=names["groups"])
+        settings["groups"] = names["groups"]
     for key, value in settings.items():
         ctx.sql(f"SET kendall.{key} = '{value}'")
     df = ctx.sql(f"SELECT {columns} FROM kendall_candidate_pairs({sources}){where}")

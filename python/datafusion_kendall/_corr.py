@@ -10,6 +10,7 @@ from typing import Any
 
 from ._missing import check_complete, diagonal
 from ._inputs import _register, _to_arrow
+from ._groups import group_codes, group_of_rows, groups_table, labels_of
 from ._progress import _collect, _in_notebook
 from ._session import result_context
 
@@ -39,6 +40,7 @@ def corr(
     kernel: str = "auto",
     partitions: int | None = None,
     progress: bool | None = None,
+    groupby: Any = None,
 ):
     """Kendall's tau between every pair of genes (variables) of ``data``.
 
@@ -92,12 +94,21 @@ def corr(
             is one per core.
         progress: show a tqdm progress bar of the pairs computed; None shows
             it in Jupyter notebooks only.
+        groupby: one label per sample (row) — an array, a pandas Series
+            (aligned with a frame's index, or an AnnData's ``obs_names``), or
+            the name of one of a frame's columns (then not a gene) — to
+            compute each group's pairs over its samples only, as pandas'
+            ``data.groupby(labels).corr(method="kendall")``; one engine query
+            for every group. Samples with a missing label are left out.
 
     Returns:
         A pandas DataFrame with columns ``gene_i, gene_j, tau`` (plus
         ``p_value, n``), one row per unordered pair of distinct genes,
         ``gene_i`` before ``gene_j`` in the input's order; or, with
-        ``square=True``, the genes x genes matrix.
+        ``square=True``, the genes x genes matrix. With ``groupby``: the
+        same with a leading ``group`` column (the labels, in sorted order),
+        or with ``square=True`` the matrices one below the other, indexed
+        by (label, gene), as pandas' ``groupby().corr()`` returns them.
 
     Use SQL instead (``context().sql(...)``) for outputs too large for
     memory: ``COPY (SELECT ... FROM kendall_all_pairs(...)) TO 'net.parquet'``
@@ -132,10 +143,23 @@ def corr(
     if genes not in ("columns", "rows"):
         raise ValueError(f"genes must be 'columns' or 'rows', got {genes!r}")
 
+    key_name = None
+    if groupby is not None:
+        if genes != "columns":
+            raise ValueError("groupby= groups the rows (samples): it takes genes='columns'")
+        data, groupby, key_name = _group_key(data, groupby, pd)
     ctx = result_context(partitions)
     table, options, gene_ids = _to_arrow(data, genes)
-    if missing == "complete":
+    if missing == "complete" and groupby is None:
         check_complete(data, table, options, gene_ids)
+    grouping = None
+    if groupby is not None:
+        index = data.index if isinstance(data, pd.DataFrame) else getattr(data, "obs_names", None)
+        codes, uniques = group_codes(groupby, _rows(data), index)
+        grouping = (codes, uniques)
+        groups_name = "dk_groups_" + uuid.uuid4().hex
+        ctx.from_arrow(groups_table(codes), name=groups_name)
+        options["groups"] = groups_name
     options.update(
         {
             "variant": variant,
@@ -154,6 +178,8 @@ def corr(
     for key, value in options.items():
         ctx.sql(f"SET kendall.{key} = '{value}'")
     columns = "gene_i, gene_j, tau" + (", p_value, n" if p_values else "")
+    if grouping is not None:
+        columns = '"group", ' + columns
     # NaN tau (a constant gene) sorts above every number in DataFusion's
     # comparisons; a threshold drops it, as pandas users expect.
     where = (
@@ -166,8 +192,67 @@ def corr(
     if progress is None:
         progress = _in_notebook()
     result = _collect(df, progress, name)
+    if grouping is not None:
+        return _grouped(result, grouping, data, gene_ids, square, (missing, min_periods), key_name)
     diag = diagonal(data, table, options, missing, min_periods) if square else None
     return _to_pandas(result, gene_ids, diag, pd)
+
+
+def _group_key(data: Any, groupby: Any, pd: Any):
+    """``data`` without the grouping column when ``groupby`` names one of
+    its columns, the labels, and the key's name (pandas' index level)."""
+    if isinstance(data, pd.DataFrame) and isinstance(groupby, str) and groupby in data.columns:
+        return data.drop(columns=[groupby]), data[groupby], groupby
+    return data, groupby, getattr(groupby, "name", None)
+
+
+def _rows(data: Any) -> int:
+    """The number of samples (rows) of a genes-as-columns input."""
+    if hasattr(data, "n_obs"):
+        return int(data.n_obs)
+    if hasattr(data, "num_rows"):
+        return int(data.num_rows)
+    return int(data.shape[0])
+
+
+def _take_rows(data: Any, rows: Any):
+    """The sample rows ``rows`` of ``data`` (one group's samples)."""
+    import pandas as pd
+
+    if isinstance(data, pd.DataFrame):
+        return data.iloc[rows]
+    if hasattr(data, "take") and hasattr(data, "num_rows"):
+        return data.take(rows)
+    return data[rows]
+
+
+def _grouped(result, grouping, data, gene_ids, square, missing_periods, key_name):
+    """A grouped result (with its ``group`` column of codes) as pandas: a
+    long frame with a leading ``group`` column of labels, rows in label
+    order; or every group's square matrix, indexed by (label, gene)."""
+    import numpy as np
+    import pandas as pd
+
+    codes, uniques = grouping
+    row_codes = group_of_rows(result)
+    order = np.argsort(row_codes, kind="stable")
+    pairs = result.drop_columns(["group"]).take(order)
+    row_codes = row_codes[order]
+    if not square:
+        frame = _to_pandas(pairs, gene_ids, None, pd)
+        frame.insert(0, "group", labels_of(row_codes, uniques))
+        return frame
+    missing, min_periods = missing_periods
+    bounds = np.searchsorted(row_codes, np.arange(len(uniques) + 1))
+    squares = {}
+    for code, label in enumerate(uniques):
+        part = pairs.slice(bounds[code], bounds[code + 1] - bounds[code])
+        samples = _take_rows(data, np.flatnonzero(codes == code))
+        table, options, _ = _to_arrow(samples, "columns")
+        diag = diagonal(samples, table, options, missing, min_periods)
+        squares[label] = _to_pandas(part, gene_ids, diag, pd)
+    columns_name = data.columns.name if isinstance(data, pd.DataFrame) else None
+    return pd.concat(squares, names=[key_name, columns_name])
 
 
 def _to_pandas(result: Any, gene_ids: list[str], diag: Any, pd: Any):

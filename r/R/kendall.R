@@ -108,7 +108,14 @@
 #' matrix, dimnames, `NA`s, warnings and errors for every `use`, on a numeric
 #' matrix or data frame of samples (rows) by genes (columns).
 kendall_cor <- function(x, y = NULL, use = "everything", method = "kendall",
-                        variant = "b", progress = interactive()) {
+                        variant = "b", progress = interactive(), groups = NULL) {
+  if (!is.null(groups)) {
+    return(.by_group(groups, NROW(x), function(rows) {
+      kendall_cor(x[rows, , drop = FALSE],
+                  if (is.null(y)) NULL else y[rows, , drop = FALSE],
+                  use = use, method = method, variant = variant, progress = progress)
+    }))
+  }
   na.method <- pmatch(use, c(
     "all.obs", "complete.obs", "pairwise.complete.obs",
     "everything", "na.or.complete"
@@ -228,22 +235,71 @@ kendall_cor <- function(x, y = NULL, use = "everything", method = "kendall",
   sprintf(" WHERE abs(tau) >= %.17g AND NOT isnan(tau)", threshold)
 }
 
+# A factor of one level per sample (row) of `x`, or NULL: a groups table
+# for kendall.groups (the samples named as .genes_as_rows names them, s1,
+# s2, ...; NA left out) and the factor's levels.
+.groups_table <- function(groups, samples) {
+  if (is.null(groups)) return(NULL)
+  f <- as.factor(groups)
+  if (length(f) != samples) {
+    stop(sprintf("'groups' has %d values for %d samples (rows)", length(f), samples),
+         call. = FALSE)
+  }
+  keep <- !is.na(f)
+  data.frame(sample = paste0("s", seq_len(samples))[keep],
+             group = as.character(as.integer(f[keep])))
+}
+
+# The levels of `groups` (a factor) as the `group` column of a result whose
+# groups are level numbers, rows in level order.
+.group_levels <- function(res, groups) {
+  levels <- levels(as.factor(groups))
+  code <- as.integer(res$group)
+  res <- res[order(code), , drop = FALSE]
+  res$group <- factor(levels[sort(code)], levels = levels)
+  rownames(res) <- NULL
+  res
+}
+
+# One result per level of `groups` (a factor over `samples` rows), named
+# by level: `f(rows)` over each level's rows.
+.by_group <- function(groups, samples, f) {
+  g <- as.factor(groups)
+  if (length(g) != samples) {
+    stop(sprintf("'groups' has %d values for %d samples (rows)", length(g), samples),
+         call. = FALSE)
+  }
+  out <- lapply(levels(g), function(l) f(which(!is.na(g) & g == l)))
+  stats::setNames(out, levels(g))
+}
+
 #' Every pair of genes with its tau (and p-value, q-value) as a data frame
 kendall_pairs <- function(x, threshold = NULL, p_values = FALSE, q_values = FALSE,
-                          variant = "b", options = NULL, progress = interactive()) {
+                          variant = "b", options = NULL, progress = interactive(),
+                          groups = NULL) {
   .check_flag(p_values, "p_values")
   .check_flag(q_values, "q_values")
   .check_variant(variant)
+  rows <- .genes_as_rows(x, "x")
+  tables <- list(x = rows)
+  columns <- .pair_columns(p_values, q_values)
+  group_opts <- list()
+  if (!is.null(groups)) {
+    tables$groups <- .groups_table(groups, ncol(rows) - 1L)
+    group_opts <- list(groups = "groups")
+    columns <- paste("\"group\",", columns)
+  }
   sql <- sprintf(
     "SELECT %s FROM kendall_all_pairs('x', 'gene')%s",
-    .pair_columns(p_values, q_values), .threshold_clause(threshold)
+    columns, .threshold_clause(threshold)
   )
   opts <- c(
-    .kd_options(list(variant = variant, gene_ids = "dictionary",
-                     datafusion.execution.batch_size = 1048576)),
+    .kd_options(c(list(variant = variant, gene_ids = "dictionary",
+                       datafusion.execution.batch_size = 1048576), group_opts)),
     .kd_options(options)
   )
-  .kd_sql(sql, list(x = .genes_as_rows(x, "x")), opts[!duplicated(names(opts), fromLast = TRUE)], progress)
+  res <- .kd_sql(sql, tables, opts[!duplicated(names(opts), fromLast = TRUE)], progress)
+  if (is.null(groups)) res else .group_levels(res, groups)
 }
 
 #' Each gene's k strongest partners

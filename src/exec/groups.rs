@@ -61,6 +61,7 @@ impl GroupedInput {
         let complete =
             (missing == MissingValues::Complete).then(|| loaded.matrix.complete_samples());
         let groups = sample_groups.of_samples(
+            loaded.matrix.samples,
             &loaded.matrix.sample_ids,
             complete.as_deref(),
             config.group_predicate.as_deref(),

@@ -5,9 +5,10 @@
 //!
 //! The rules:
 //! - samples are matched by name (the matrix's sample ids, an integer id
-//!   by its decimal form); a sample the matrix has but no row names is in
-//!   no group and left out; a row naming a sample the matrix lacks counts
-//!   for nothing;
+//!   by its decimal form); the unnamed samples of layout `genes_as_columns`
+//!   (its rows) by their row number from 0; a sample the matrix has but no
+//!   row names is in no group and left out; a row naming a sample the
+//!   matrix lacks counts for nothing;
 //! - a sample listed under two labels is in both groups; a row listed
 //!   twice counts once; a row whose sample or label is NULL counts for
 //!   nothing;
@@ -111,19 +112,32 @@ impl GroupsSpec {
 }
 
 impl SampleGroups {
-    /// The groups of a matrix whose samples are `sample_ids`, those
-    /// `predicate` keeps, in label order; with `complete`, only the samples
-    /// it marks (listwise deletion: the samples no gene misses).
+    /// The groups of a matrix of `samples` samples named `sample_ids`
+    /// (none: named by their number from 0), those `predicate` keeps, in
+    /// label order; with `complete`, only the samples it marks (listwise
+    /// deletion: the samples no gene misses).
     pub fn of_samples(
         &self,
+        samples: usize,
         sample_ids: &[String],
         complete: Option<&[bool]>,
         predicate: Option<&GroupPredicate>,
     ) -> Vec<Group> {
-        let position: HashMap<&str, u32> = sample_ids
+        let kept = |s: usize| complete.is_none_or(|c| c[s]);
+        // Samples without names (layout genes_as_columns, `samples` rows):
+        // named by their row number from 0.
+        let numbers: Vec<String>;
+        let ids: &[String] = match sample_ids.is_empty() {
+            true => {
+                numbers = (0..samples).map(|s| s.to_string()).collect();
+                &numbers
+            }
+            false => sample_ids,
+        };
+        let position: HashMap<&str, u32> = ids
             .iter()
             .enumerate()
-            .filter(|&(s, _)| complete.is_none_or(|c| c[s]))
+            .filter(|&(s, _)| kept(s))
             .map(|(s, id)| (id.as_str(), s as u32))
             .collect();
         self.members
@@ -171,7 +185,7 @@ mod tests {
             ("nowhere", "NK"),
         ]);
         let ids: Vec<String> = ["s1", "s2", "s3", "s4"].map(String::from).to_vec();
-        let got = groups.of_samples(&ids, None, None);
+        let got = groups.of_samples(4, &ids, None, None);
         let want = [("B", vec![0]), ("NK", vec![]), ("T", vec![0, 1, 2])];
         assert_eq!(got.len(), want.len());
         for (g, (label, samples)) in got.iter().zip(want) {
@@ -179,8 +193,12 @@ mod tests {
         }
         // Listwise deletion drops s2 from T; a filter keeps T only.
         let only_t = GroupPredicate::In(BTreeSet::from(["T".to_string()]));
-        let got = groups.of_samples(&ids, Some(&[true, false, true, true]), Some(&only_t));
+        let got = groups.of_samples(4, &ids, Some(&[true, false, true, true]), Some(&only_t));
         assert_eq!(got.len(), 1);
+        assert_eq!(got[0].samples, vec![0, 2]);
+        // Unnamed samples by number.
+        let numbered = SampleGroups::from_rows([("2", "x"), ("0", "x"), ("7", "x")]);
+        let got = numbered.of_samples(4, &[], None, None);
         assert_eq!(got[0].samples, vec![0, 2]);
     }
 }

@@ -322,3 +322,59 @@ async fn a_bad_groups_source_is_a_clear_error() {
     .await;
     assert_contains(&msg, &["column 's0'", "kendall.groups", "Float64"]);
 }
+
+/// Case: layout `genes_as_columns` (rows are unnamed samples) is grouped by
+/// row number: the same values as columns, with groups of row numbers
+/// (integers), give exactly the rows of the genes-as-rows matrix grouped by
+/// sample name.
+#[tokio::test]
+async fn unnamed_samples_are_grouped_by_row_number() {
+    let ctx = context(2, true);
+    let rows = matrix("g", 24, 7, true);
+    // The transpose: one Float64 column per gene, one row per sample.
+    let columns: Vec<(String, ArrayRef)> = (0..24)
+        .map(|g| {
+            let values: Float64Array = (1..=SAMPLES)
+                .map(|s| Some(rows.column(s).as_any().downcast_ref::<Float64Array>().unwrap().value(g)))
+                .collect();
+            (format!("g{g}"), Arc::new(values) as ArrayRef)
+        })
+        .collect();
+    register(&ctx, "by_column", RecordBatch::try_from_iter(columns).unwrap());
+    let group_rows = group_rows();
+    let numbers = group_rows
+        .iter()
+        .map(|(s, _)| s.strip_prefix('s').and_then(|n| n.parse::<i64>().ok()).unwrap_or(-1));
+    let numbered = RecordBatch::try_from_iter([
+        (
+            "row",
+            Arc::new(datafusion::arrow::array::Int64Array::from_iter_values(numbers)) as ArrayRef,
+        ),
+        (
+            "cluster",
+            Arc::new(StringArray::from_iter_values(group_rows.iter().map(|r| r.1))) as ArrayRef,
+        ),
+    ])
+    .unwrap();
+    register(&ctx, "numbered", numbered);
+    let query = "SELECT \"group\", gene_i, gene_j, tau, p_value, n, q_value \
+                 FROM kendall_all_pairs('{}')";
+    let by_name = run(
+        &ctx,
+        &format!("SET kendall.groups = 'cells'; {}", query.replace("{}", "expr")),
+    )
+    .await
+    .unwrap();
+    let by_number = run(
+        &ctx,
+        &format!(
+            "SET kendall.groups = 'numbered'; SET kendall.layout = 'genes_as_columns'; {}",
+            query.replace("{}", "by_column")
+        ),
+    )
+    .await
+    .unwrap();
+    let (by_name, by_number) = (rows_by_group(&by_name, true), rows_by_group(&by_number, true));
+    assert_eq!(by_name.len(), 5);
+    assert_eq!(by_name, by_number);
+}
