@@ -13,11 +13,11 @@ WHERE abs(tau) >= 0.8
 GROUP BY "group"
 ORDER BY "group";
 
--- A filter on "group" is pushed into the scan: only the normal samples'
+-- A filter on "group" is pushed into the scan: only the sTCC-CIS samples'
 -- pairs are computed, and their q-values are over those pairs alone.
 SELECT gene_i, gene_j, tau, n, q_value
 FROM kendall_all_pairs('data/demo_expression.parquet')
-WHERE "group" = 'Normal' AND q_value < 0.01
+WHERE "group" = 'sTCC-CIS' AND q_value < 0.05
 ORDER BY abs(tau) DESC, gene_i, gene_j
 LIMIT 5;
 

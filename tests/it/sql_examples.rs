@@ -49,6 +49,8 @@ fn sql_examples_run() {
         "| 17    |",
         "KendallExec",
         "pairs_computed=2.00 M",
+        // sql/groups.sql: strong pairs per clinical group.
+        "| sTCC-CIS | 91    | 16      |",
     ] {
         assert!(
             outputs.contains(needle),
