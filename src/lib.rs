@@ -77,8 +77,9 @@ pub const FUNCTION_NAME: &str = schema::ALL_PAIRS;
 
 /// Registers every table function ([`functions::FUNCTIONS`]:
 /// `kendall_all_pairs`, `kendall_top_partners`, `kendall_cross_pairs`) and
-/// the `kendall.*` options on `ctx`, and the GraphML writer of `COPY`
-/// ([`graphml`]).
+/// the `kendall.*` options on `ctx`, the GraphML writer of `COPY`
+/// ([`graphml`]) and the MatrixMarket table format (`STORED AS MTX`,
+/// [`input::MtxTableFactory`]).
 ///
 /// Options already set on the context (e.g. via [`with_kendall_options`])
 /// are kept.
@@ -94,6 +95,11 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
     }
     // `COPY ... TO 'net.graphml'` / `STORED AS GRAPHML` ([`graphml`]).
     state.register_file_format(std::sync::Arc::new(graphml::GraphmlFormatFactory), true)?;
+    // `CREATE EXTERNAL TABLE t STORED AS MTX LOCATION 'x.mtx' OPTIONS (...)`.
+    state.table_factories_mut().insert(
+        input::MTX_FILE_TYPE.to_string(),
+        std::sync::Arc::new(input::MtxTableFactory),
+    );
     Ok(())
 }
 

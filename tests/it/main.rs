@@ -26,6 +26,7 @@ mod kernels;
 mod layouts;
 mod load;
 mod memory;
+mod mtx;
 mod metamorphic;
 mod missing;
 mod parity;
