@@ -78,7 +78,9 @@ async fn fixtures_read_as_scipy_mmread_reads_them() {
              OPTIONS ({})",
             fixture_options(file)
         );
-        run(&ctx, &sql).await.unwrap_or_else(|e| panic!("{sql}: {e}"));
+        run(&ctx, &sql)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
         let got = values(
             &run(&ctx, &format!("SELECT * FROM t{k} WHERE value <> 0"))
                 .await
@@ -147,7 +149,8 @@ async fn both_orientations_give_the_same_pairs() {
     )
     .await
     .unwrap();
-    let pairs = |t: &str| format!("SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs('{t}')");
+    let pairs =
+        |t: &str| format!("SELECT gene_i, gene_j, tau, p_value, n FROM kendall_all_pairs('{t}')");
     let g = sorted_bits(&run(&ctx, &pairs("g")).await.unwrap());
     let c = sorted_bits(&run(&ctx, &pairs("c")).await.unwrap());
     assert_eq!(g.len(), 10);
@@ -176,7 +179,11 @@ async fn errors_name_the_file_and_line() {
             "%%MatrixMarket matrix array real general\n2 2\n".to_string(),
             vec!["header.mtx line 1", "coordinate"],
         ),
-        ("size", format!("{head}2 2 x\n"), vec!["size.mtx line 3", "size line"]),
+        (
+            "size",
+            format!("{head}2 2 x\n"),
+            vec!["size.mtx line 3", "size line"],
+        ),
         (
             "fewer",
             format!("{head}2 2 2\n1 1 4\n"),
@@ -195,7 +202,10 @@ async fn errors_name_the_file_and_line() {
         (
             "number",
             format!("{head}2 2 2\n1 1 4\n2 2 four\n"),
-            vec!["number.mtx line 5", "expected a number as the value, got 'four'"],
+            vec![
+                "number.mtx line 5",
+                "expected a number as the value, got 'four'",
+            ],
         ),
         (
             "twice",
@@ -205,7 +215,10 @@ async fn errors_name_the_file_and_line() {
         (
             "names",
             format!("{head}3 2 1\n1 1 4\n"),
-            vec!["genes.txt has 2 lines, but", "names.mtx (line 3) has 3 rows"],
+            vec![
+                "genes.txt has 2 lines, but",
+                "names.mtx (line 3) has 3 rows",
+            ],
         ),
     ];
     for (name, text, needles) in cases {
@@ -240,32 +253,49 @@ async fn errors_name_the_file_and_line() {
         ),
         (
             format!("'columns' '{genes}'"),
-            vec!["option 'rows'", "is required with orientation 'genes_by_cells'"],
+            vec![
+                "option 'rows'",
+                "is required with orientation 'genes_by_cells'",
+            ],
         ),
     ] {
         let msg = error(
             &ctx,
-            &format!("CREATE EXTERNAL TABLE bad STORED AS MTX LOCATION '{good}' OPTIONS ({options})"),
+            &format!(
+                "CREATE EXTERNAL TABLE bad STORED AS MTX LOCATION '{good}' OPTIONS ({options})"
+            ),
         )
         .await;
         assert_contains(&msg, &needles);
     }
-    let msg = error(&ctx, "CREATE EXTERNAL TABLE bad STORED AS MTX LOCATION 'nowhere.mtx'").await;
-    assert_contains(&msg, &["cannot open 'nowhere.mtx'"]);
-    // By path: the name files beside it, looked for by name.
     let msg = error(
         &ctx,
-        &format!("SELECT * FROM kendall_all_pairs('{good}')"),
+        "CREATE EXTERNAL TABLE bad STORED AS MTX LOCATION 'nowhere.mtx'",
     )
     .await;
-    assert_contains(&msg, &["has no row names beside it", "good.rows.txt, good.rows.txt.gz"]);
+    assert_contains(&msg, &["cannot open 'nowhere.mtx'"]);
+    // By path: the name files beside it, looked for by name.
+    let msg = error(&ctx, &format!("SELECT * FROM kendall_all_pairs('{good}')")).await;
+    assert_contains(
+        &msg,
+        &[
+            "has no row names beside it",
+            "good.rows.txt, good.rows.txt.gz",
+        ],
+    );
     write(d, "good.rows.txt", "a\n");
     let msg = error(&ctx, &format!("SELECT * FROM kendall_all_pairs('{good}')")).await;
-    assert_contains(&msg, &["good.rows.txt has 1 lines", "good.mtx (line 2) has 2 rows"]);
+    assert_contains(
+        &msg,
+        &["good.rows.txt has 1 lines", "good.mtx (line 2) has 2 rows"],
+    );
     write(d, "good.rows.txt", "a\nb\n");
-    let rows = run(&ctx, &format!("SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{good}')"))
-        .await
-        .unwrap();
+    let rows = run(
+        &ctx,
+        &format!("SELECT gene_i, gene_j, tau FROM kendall_all_pairs('{good}')"),
+    )
+    .await
+    .unwrap();
     assert_eq!(rows.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
 }
 
@@ -280,8 +310,14 @@ fn sce2g_step_writes_what_fast_kendall_sc_writes() {
     std::fs::create_dir_all(scratch.path().join("data/sce2g")).unwrap();
     for entry in std::fs::read_dir(root.join("data/sce2g")).unwrap() {
         let path = entry.unwrap().path();
-        std::fs::copy(&path, scratch.path().join("data/sce2g").join(path.file_name().unwrap()))
-            .unwrap();
+        std::fs::copy(
+            &path,
+            scratch
+                .path()
+                .join("data/sce2g")
+                .join(path.file_name().unwrap()),
+        )
+        .unwrap();
     }
     let out = crate::shell::shell(&["-q", "-f"])
         .arg(root.join("sql/sce2g_step.sql"))

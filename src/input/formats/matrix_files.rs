@@ -203,7 +203,9 @@ impl MatrixFile for CheckedFiles {
         )?;
         let mut read = file.entries(&files.matrix, &mut read_memory)?;
         if files.transposed() {
-            read.cells.par_iter_mut().for_each(|(r, c)| (*r, *c) = (*c, *r));
+            read.cells
+                .par_iter_mut()
+                .for_each(|(r, c)| (*r, *c) = (*c, *r));
         }
         let mut stored_memory =
             memory.reserve(&format!("non-zero values ({m} genes x {n} cells)"), 0)?;

@@ -284,9 +284,8 @@ impl Opened {
                 || body.read_batch(batch_len, &name, line),
             );
             for (text, parsed) in batch.iter().zip(parsed) {
-                let block = parsed.map_err(|e| {
-                    error(format!("{name} line {}: {}", line + e.line, e.msg))
-                })?;
+                let block = parsed
+                    .map_err(|e| error(format!("{name} line {}: {}", line + e.line, e.msg)))?;
                 if listed + block.listed > header.entries {
                     let k = line + nth_entry_line(text, header.entries - listed + 1);
                     return Err(error(format!(
@@ -351,9 +350,7 @@ impl Body<'_> {
                 Ok(n) => filled += n,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    return Err(error(format!(
-                        "{name}: cannot read after line {line}: {e}"
-                    )));
+                    return Err(error(format!("{name}: cannot read after line {line}: {e}")));
                 }
             }
         }
@@ -488,7 +485,8 @@ mod tests {
     /// among them (line `k + 3` holds entry `k`, from 0, until the first
     /// comment).
     fn big() -> String {
-        let mut text = String::from("%%MatrixMarket matrix coordinate real general\n%c\n50 40 2000\n");
+        let mut text =
+            String::from("%%MatrixMarket matrix coordinate real general\n%c\n50 40 2000\n");
         for k in 0..2000u32 {
             text.push_str(&format!("{} {} {}.5\n", k % 50 + 1, k / 50 + 1, k));
             if k % 300 == 299 {
@@ -517,13 +515,19 @@ mod tests {
         let path = file(&dir, "bad.mtx", &bad);
         for block in [1, 64, 1000, BLOCK_BYTES] {
             let msg = read(&path, block).unwrap_err().to_string();
-            assert!(msg.contains("bad.mtx line 1514: expected a number"), "{block}: {msg}");
+            assert!(
+                msg.contains("bad.mtx line 1514: expected a number"),
+                "{block}: {msg}"
+            );
         }
         let more = format!("{}2 2 1\n", big());
         let path = file(&dir, "more.mtx", &more);
         for block in [1, 64, BLOCK_BYTES] {
             let msg = read(&path, block).unwrap_err().to_string();
-            assert!(msg.contains("more.mtx line 2016: more entries than the 2000"), "{msg}");
+            assert!(
+                msg.contains("more.mtx line 2016: more entries than the 2000"),
+                "{msg}"
+            );
         }
     }
 
@@ -532,7 +536,8 @@ mod tests {
     #[test]
     fn symmetric_entries_are_mirrored() {
         let dir = tempfile::tempdir().unwrap();
-        let text = "%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n2 1 5\n3 3 7\n3 1 -2";
+        let text =
+            "%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n2 1 5\n3 3 7\n3 1 -2";
         let path = file(&dir, "s.mtx", text);
         let want = (
             vec![(1, 0), (0, 1), (2, 2), (2, 0), (0, 2)],
@@ -547,8 +552,15 @@ mod tests {
         e.write_all(text.as_bytes()).unwrap();
         e.finish().unwrap();
         assert_eq!(read(&gz, BLOCK_BYTES).unwrap(), want);
-        let path = file(&dir, "r.mtx", "%%MatrixMarket matrix coordinate real symmetric\n2 3 0\n");
+        let path = file(
+            &dir,
+            "r.mtx",
+            "%%MatrixMarket matrix coordinate real symmetric\n2 3 0\n",
+        );
         let msg = read(&path, 4).err().unwrap().to_string();
-        assert!(msg.contains("r.mtx line 2: a symmetric matrix is square"), "{msg}");
+        assert!(
+            msg.contains("r.mtx line 2: a symmetric matrix is square"),
+            "{msg}"
+        );
     }
 }

@@ -93,9 +93,9 @@ pub(super) fn open(source: &str) -> Result<Option<Resolved>> {
 /// `x.mtx.gz`, `x.<role>.txt`, `x.<role>.txt.gz`, `x.<role>.tsv`,
 /// `x.<role>.tsv.gz`.
 fn sidecar_names(path: &Path, role: &str) -> Vec<String> {
-    let name = path.file_name().map_or(String::new(), |n| {
-        n.to_string_lossy().into_owned()
-    });
+    let name = path
+        .file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
     let lower = name.to_ascii_lowercase();
     let stem_len = lower
         .strip_suffix(".gz")
@@ -188,7 +188,11 @@ fn mtx_files(
             "rows" | "columns" => {
                 let path = local_path(value, &format!("option '{option}' ('{value}')"))?;
                 exists(&path, &format!("'{value}' (option '{option}')"))?;
-                *(if option == "rows" { &mut rows } else { &mut columns }) = Some(path);
+                *(if option == "rows" {
+                    &mut rows
+                } else {
+                    &mut columns
+                }) = Some(path);
             }
             "orientation" => {
                 orientation = value.parse().map_err(|e: DataFusionError| {
@@ -238,7 +242,10 @@ mod tests {
                 "RNA.rows.tsv.gz"
             ]
         );
-        assert_eq!(sidecar_names(Path::new("a.mtx"), "columns")[0], "a.columns.txt");
+        assert_eq!(
+            sidecar_names(Path::new("a.mtx"), "columns")[0],
+            "a.columns.txt"
+        );
         assert!(is_mtx_name("x.Mtx") && is_mtx_name("file:///x.mtx.gz"));
         assert!(!is_mtx_name("x.mtx.bz2") && !is_mtx_name("x.tsv"));
     }
