@@ -474,8 +474,11 @@ mod tests {
         path
     }
 
+    /// Entries as read: positions and values.
+    type Read = (Vec<(u32, u32)>, Vec<f64>);
+
     /// The entries of `path`, read in blocks of `block` bytes.
-    fn read(path: &Path, block: usize) -> Result<(Vec<(u32, u32)>, Vec<f64>)> {
+    fn read(path: &Path, block: usize) -> Result<Read> {
         let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
         let c = open(path, ("genes", "cells"))?.entries_in_blocks(path, &mut r, block)?;
         Ok((c.cells, c.values))
