@@ -222,6 +222,13 @@ const ENTRY_BYTES: usize = size_of::<(u32, u32)>() + size_of::<f64>();
 /// Bytes of the body a block holds, at least (it ends at a line's end).
 const BLOCK_BYTES: usize = 1 << 22;
 
+/// Bytes of the blocks of one batch (one block per thread), at most: with
+/// many threads the blocks are smaller (but at least [`MIN_BLOCK_BYTES`]).
+const BATCH_BYTES: usize = 1 << 26;
+
+/// Bytes of a block, at least, however many threads parse them.
+const MIN_BLOCK_BYTES: usize = 1 << 18;
+
 /// The entries of one block of whole lines.
 struct Block {
     cells: Vec<(u32, u32)>,
@@ -242,8 +249,9 @@ impl Opened {
     /// The entries (as many as the size line says, each in range; a
     /// symmetric matrix's mirrored), their memory reserved in
     /// `reservation` before they are read. The file is read in blocks of
-    /// whole lines, each batch of blocks parsed on rayon's threads while
-    /// the next batch is read.
+    /// whole lines, each batch of blocks (one per thread) parsed on rayon's
+    /// threads while the next batch is read; the blocks in flight are
+    /// reserved too.
     pub(super) fn entries(self, path: &Path, reservation: &mut Reservation) -> Result<Coordinates> {
         self.entries_in_blocks(path, reservation, BLOCK_BYTES)
     }
@@ -263,7 +271,14 @@ impl Opened {
             values: try_with_capacity(most, "matrix entries")?,
         };
         let name = file_name(path);
-        let batch_len = 2 * rayon::current_num_threads().max(1);
+        let batch_len = rayon::current_num_threads().max(1);
+        let block_bytes = block_bytes.min((BATCH_BYTES / batch_len).max(MIN_BLOCK_BYTES));
+        // In flight: a batch being parsed, the entries parsed from it (as
+        // many bytes, twice for a symmetric matrix) and the next batch (as
+        // many bytes as this one, at most), reserved as batches are read.
+        let before = reservation.size();
+        let copies = if header.symmetric { 4 } else { 3 };
+        let mut in_flight = 0;
         // Lines before the next block, entries listed before it.
         let (mut line, mut listed) = (header.size_line, 0usize);
         let mut body = Body {
@@ -274,6 +289,11 @@ impl Opened {
         };
         let mut batch = body.read_batch(batch_len, &name, line)?;
         while !batch.is_empty() {
+            let bytes = copies * batch.iter().map(Vec::capacity).sum::<usize>();
+            if bytes > in_flight {
+                reservation.try_grow(bytes - in_flight)?;
+                in_flight = bytes;
+            }
             let (parsed, next) = rayon::join(
                 || {
                     batch
@@ -306,6 +326,7 @@ impl Opened {
                 header.size_line, header.entries
             )));
         }
+        reservation.shrink_to(before);
         Ok(out)
     }
 }
@@ -355,6 +376,10 @@ impl Body<'_> {
             }
         }
         block.truncate(filled);
+        if self.done {
+            // The last block: as many bytes as it holds, not a whole block.
+            block.shrink_to_fit();
+        }
         if !self.done
             && let Some(end) = block.iter().rposition(|&b| b == b'\n')
         {
