@@ -164,8 +164,7 @@ async fn both_orientations_give_the_same_pairs() {
     assert!(same.iter().all(|r| f64::from_bits(r.2) == 1.0), "{same:?}");
 }
 
-/// Case: malformed files and options are errors naming the file (and the
-/// line) or the option.
+/// Case: malformed files are errors naming the file and the line.
 #[tokio::test]
 async fn errors_name_the_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
@@ -233,6 +232,17 @@ async fn errors_name_the_file_and_line() {
         .await;
         assert_contains(&msg, &needles);
     }
+}
+
+/// Case: bad options, missing files and name files beside a path that are
+/// missing or of the wrong length are errors naming the option and the
+/// file; with the right name file the path is read.
+#[tokio::test]
+async fn options_and_name_files_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let genes = write(d, "genes.txt", "g1\ng2\n");
+    let ctx = ctx(1);
     let good = write(d, "good.mtx", &mtx(2, 3, &[(1, 1, 4), (2, 3, 1)]));
     for (options, needles) in [
         (
