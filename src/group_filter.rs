@@ -85,10 +85,7 @@ impl GroupPredicate {
     /// The predicate of the pushed-down `filters` that read `group` alone,
     /// joined with AND.
     pub fn of(filters: &[Expr]) -> Option<Self> {
-        filters
-            .iter()
-            .filter_map(Self::from_expr)
-            .reduce(Self::and)
+        filters.iter().filter_map(Self::from_expr).reduce(Self::and)
     }
 }
 
@@ -119,8 +116,8 @@ mod tests {
     fn labels_in_and_out() {
         let p = GroupPredicate::from_expr(&col(GROUP).eq(lit("B"))).unwrap();
         assert!(p.matches("B") && !p.matches("T"));
-        let p = GroupPredicate::from_expr(&col(GROUP).in_list(vec![lit("B"), lit("T")], true))
-            .unwrap();
+        let p =
+            GroupPredicate::from_expr(&col(GROUP).in_list(vec![lit("B"), lit("T")], true)).unwrap();
         assert!(!p.matches("B") && !p.matches("T") && p.matches("NK"));
         let p = GroupPredicate::from_expr(&col(GROUP).not_eq(lit("B")).or(col(GROUP).eq(lit("B"))))
             .unwrap();

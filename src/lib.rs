@@ -46,8 +46,8 @@ pub mod ffi;
 pub mod filter;
 pub mod functions;
 pub mod gene_filter;
-pub mod group_filter;
 pub mod graphml;
+pub mod group_filter;
 pub mod input;
 pub mod kernel;
 pub mod load;
@@ -78,8 +78,9 @@ pub const FUNCTION_NAME: &str = schema::ALL_PAIRS;
 
 /// Registers every table function ([`functions::FUNCTIONS`]:
 /// `kendall_all_pairs`, `kendall_top_partners`, `kendall_cross_pairs`) and
-/// the `kendall.*` options on `ctx`, and the GraphML writer of `COPY`
-/// ([`graphml`]).
+/// the `kendall.*` options on `ctx`, the GraphML writer of `COPY`
+/// ([`graphml`]) and the MatrixMarket table format (`STORED AS MTX`,
+/// [`input::MtxTableFactory`]).
 ///
 /// Options already set on the context (e.g. via [`with_kendall_options`])
 /// are kept.
@@ -95,6 +96,11 @@ pub fn register(ctx: &SessionContext) -> Result<()> {
     }
     // `COPY ... TO 'net.graphml'` / `STORED AS GRAPHML` ([`graphml`]).
     state.register_file_format(std::sync::Arc::new(graphml::GraphmlFormatFactory), true)?;
+    // `CREATE EXTERNAL TABLE t STORED AS MTX LOCATION 'x.mtx' OPTIONS (...)`.
+    state.table_factories_mut().insert(
+        input::MTX_FILE_TYPE.to_string(),
+        std::sync::Arc::new(input::MtxTableFactory),
+    );
     Ok(())
 }
 

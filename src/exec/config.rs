@@ -75,7 +75,11 @@ impl ScanConfig {
     /// its leading `group` column, moved down by one.
     pub(crate) fn pair_columns(&self, projection: &[usize]) -> Vec<usize> {
         match self.grouped {
-            true => projection.iter().filter(|&&c| c > 0).map(|&c| c - 1).collect(),
+            true => projection
+                .iter()
+                .filter(|&&c| c > 0)
+                .map(|&c| c - 1)
+                .collect(),
             false => projection.to_vec(),
         }
     }

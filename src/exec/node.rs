@@ -467,11 +467,12 @@ impl ExecutionPlan for KendallExec {
         // hosts such as datafusion-python's `execute_stream` keep only the
         // streams.
         let alive = Arc::clone(&self.total_pairs);
-        let stream = stream.inspect(move |_| {
-            let _ = &alive;
-        })
-        // Every error of the scan is named after the function the query called.
-        .map_err(move |e| in_function(function, e));
+        let stream = stream
+            .inspect(move |_| {
+                let _ = &alive;
+            })
+            // Every error of the scan is named after the function the query called.
+            .map_err(move |e| in_function(function, e));
         Ok(make_cooperative(Box::pin(RecordBatchStreamAdapter::new(
             schema, stream,
         ))))
@@ -681,7 +682,13 @@ impl KendallExec {
                 .await?;
             drop(interest);
             tokio::task::yield_now().await;
-            Ok::<_, DataFusionError>(GroupedPartition { partition: tiles, ..streamed }.stream(input))
+            Ok::<_, DataFusionError>(
+                GroupedPartition {
+                    partition: tiles,
+                    ..streamed
+                }
+                .stream(input),
+            )
         };
         futures::stream::once(start).try_flatten().boxed()
     }

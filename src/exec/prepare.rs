@@ -210,7 +210,13 @@ pub(super) fn load(
 /// group has every gene).
 pub(super) fn pairs_per_group(loaded: &Loaded, config: &ScanConfig) -> u64 {
     let shared = &loaded.shared;
-    split_work(config, &loaded.matrix.genes, shared.cross, shared.listed.as_ref()).total_pairs()
+    split_work(
+        config,
+        &loaded.matrix.genes,
+        shared.cross,
+        shared.listed.as_ref(),
+    )
+    .total_pairs()
 }
 
 /// The stages after loading, for one matrix (the input's, or one group's

@@ -11,13 +11,13 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 
 use super::scan::{guard_panics, pushdown};
+use super::{Call, KendallAllPairs, KendallFunction, function};
+use crate::exec::KendallExec;
 use crate::exec::ScanConfig;
 use crate::group_filter::GroupPredicate;
 use crate::input::{self, GroupsSpec};
 use crate::options::KendallOptions;
 use crate::schema;
-use super::{Call, KendallAllPairs, KendallFunction, function};
-use crate::exec::KendallExec;
 use crate::schema::{ALL_PAIRS, GeneIds};
 
 /// The pairs of a call of a Kendall table function, as a DataFusion table.
@@ -118,10 +118,12 @@ impl TableProvider for KendallTable {
             // within one.
             false => filters
                 .iter()
-                .map(|f| match grouped && GroupPredicate::from_expr(f).is_some() {
-                    true => TableProviderFilterPushDown::Exact,
-                    false => TableProviderFilterPushDown::Unsupported,
-                })
+                .map(
+                    |f| match grouped && GroupPredicate::from_expr(f).is_some() {
+                        true => TableProviderFilterPushDown::Exact,
+                        false => TableProviderFilterPushDown::Unsupported,
+                    },
+                )
                 .collect(),
         })
     }
@@ -136,7 +138,10 @@ impl TableProvider for KendallTable {
         let mut sources = self.call.sources.clone();
         sources.extend(self.call.groups.iter().cloned());
         let mut planned = guard_panics(self.function.name(), &sources, async {
-            let mut planned = self.function.plan(&self.call, state, filters, limit).await?;
+            let mut planned = self
+                .function
+                .plan(&self.call, state, filters, limit)
+                .await?;
             if let Some(source) = &self.call.groups {
                 planned.groups = Some(plan_groups(state, source).await?);
                 group_config(&mut planned.config, filters);

@@ -6,7 +6,6 @@ use datafusion::error::Result;
 use super::matrix::{ExpressionMatrix, MatrixValues};
 use crate::error::data_error;
 
-
 impl ExpressionMatrix {
     /// Which samples no gene misses (listwise deletion keeps those): all of
     /// them for a sparse matrix, which misses no value.

@@ -144,11 +144,17 @@ impl ExpressionMatrix {
     /// `memory` first; `self` is left as it is.
     pub(crate) fn select_samples(&self, keep: &[u32], memory: &QueryMemory) -> Result<Self> {
         let genes = self.genes.len();
-        let what = format!("input values of a group ({genes} genes x {} samples)", keep.len());
+        let what = format!(
+            "input values of a group ({genes} genes x {} samples)",
+            keep.len()
+        );
         let mut reservation = memory.reserve(&what, 0)?;
         let sample_ids: Vec<String> = match self.sample_ids.is_empty() {
             true => Vec::new(),
-            false => keep.iter().map(|&s| self.sample_ids[s as usize].clone()).collect(),
+            false => keep
+                .iter()
+                .map(|&s| self.sample_ids[s as usize].clone())
+                .collect(),
         };
         match &self.values {
             MatrixValues::Dense { values, residuals } => {

@@ -3,8 +3,8 @@
 //!
 //! The source is a table or view registered in the session, or a location
 //! (file, directory, glob or URL) in Parquet, CSV or TSV; a 10x Genomics
-//! directory, or an AnnData `.h5ad` or 10x `.h5` file (feature `hdf5`), is
-//! a sparse matrix ([`formats`]). With the default layout it holds one row
+//! directory, a MatrixMarket `.mtx` file, or an AnnData `.h5ad` or 10x
+//! `.h5` file (feature `hdf5`), is a sparse matrix ([`formats`]). With the default layout it holds one row
 //! per gene: a gene-id column (named by the caller, else the first string
 //! column) and every other column one sample of any integer or
 //! floating-point type.
@@ -16,9 +16,10 @@
 //!
 //! The files, in the order a query meets them:
 //! - [`formats`]: the one place a source is resolved ([`resolve`]), and the
-//!   formats, one file each (a registered table, 10x directories, HDF5
-//!   files, Parquet / CSV / TSV locations; `formats/mtx.rs`, the
-//!   MatrixMarket parser 10x directories are read with); `stores`: a URL's
+//!   formats, one file each (a registered table, 10x directories,
+//!   MatrixMarket files, HDF5 files, Parquet / CSV / TSV locations;
+//!   `formats/mtx.rs`, the MatrixMarket parser 10x directories and `.mtx`
+//!   files are read with; `STORED AS MTX`, [`MtxTableFactory`]); `stores`: a URL's
 //!   object store, set up on first use (cloud stores need the `cloud`
 //!   feature);
 //! - `spec`: the layout options and a checked [`InputSpec`]; `layouts/`:
@@ -62,7 +63,9 @@ mod stores;
 mod values;
 
 pub use formats::tenx;
-pub use formats::{InputFormat, Resolved, resolve};
+pub use formats::{
+    InputFormat, MTX_FILE_TYPE, MatrixFiles, MtxTableFactory, Orientation, Resolved, resolve,
+};
 pub use groups::{Group, GroupsSpec, SampleGroups};
 pub use matrix::{ExpressionMatrix, MatrixValues};
 pub use missing::MissingValues;

@@ -190,7 +190,8 @@ impl PairListSpec {
 /// Whether a column of type `t` holds ids: strings (or a dictionary of
 /// them) or integers.
 pub(super) fn is_id_type(t: &DataType) -> bool {
-    let text = |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+    let text =
+        |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
     t.is_integer() || text(t) || matches!(t, DataType::Dictionary(_, v) if text(v))
 }
 

@@ -44,7 +44,9 @@ fn view_groups() -> Vec<(&'static str, Vec<usize>)> {
 fn matrix(prefix: &str, genes: usize, seed: u64, missing: bool) -> RecordBatch {
     let mut state = seed;
     let mut next = || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        state = state
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (state >> 33) as u32
     };
     let names = StringArray::from_iter_values((0..genes).map(|g| format!("{prefix}{g}")));
@@ -84,7 +86,9 @@ fn context(partitions: usize, missing: bool) -> SessionContext {
     let groups = RecordBatch::try_from_iter([
         (
             "cell",
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.0.as_str()))) as ArrayRef,
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.0.as_str()),
+            )) as ArrayRef,
         ),
         (
             "cluster",
@@ -174,7 +178,8 @@ async fn each_group_equals_the_call_on_a_view_of_its_samples() {
         for kernel in ["naive", "gse", "vse", "bitset", "zero", "auto"] {
             for partitions in 1..=3 {
                 let ctx = context(partitions, missing);
-                let set = format!("SET kendall.kernel = '{kernel}'; SET kendall.missing = '{option}'");
+                let set =
+                    format!("SET kendall.kernel = '{kernel}'; SET kendall.missing = '{option}'");
                 run(&ctx, &set).await.unwrap();
                 for (label, samples) in view_groups() {
                     let label = label.to_lowercase();
@@ -188,7 +193,9 @@ async fn each_group_equals_the_call_on_a_view_of_its_samples() {
                          SELECT \"group\", {columns} FROM {grouped_call}"
                     );
                     let what = format!("{sql} ({kernel}, {partitions} partitions, {option})");
-                    let grouped = run(&ctx, &sql).await.unwrap_or_else(|e| panic!("{what}: {e}"));
+                    let grouped = run(&ctx, &sql)
+                        .await
+                        .unwrap_or_else(|e| panic!("{what}: {e}"));
                     let grouped = rows_by_group(&grouped, true);
                     run(&ctx, "SET kendall.groups = ''").await.unwrap();
                     for (label, _) in view_groups() {
@@ -238,7 +245,12 @@ async fn tiny_empty_and_overlapping_groups() {
     let rows = rows_by_group(&run(&ctx, sql).await.unwrap(), true);
     let pairs = (24 * 23 / 2).to_string();
     let want = |n: &str, nan: &str, null: &str| {
-        vec![vec![pairs.clone(), n.to_string(), nan.to_string(), null.to_string()]]
+        vec![vec![
+            pairs.clone(),
+            n.to_string(),
+            nan.to_string(),
+            null.to_string(),
+        ]]
     };
     assert_eq!(rows["A"], want("12", rows["A"][0][2].as_str(), "0"));
     assert_eq!(rows["B"], want("15", rows["B"][0][2].as_str(), "0"));
@@ -272,12 +284,19 @@ async fn a_filter_on_group_computes_only_its_groups() {
     let ctx = context(2, false);
     run(&ctx, "SET kendall.groups = 'cells'").await.unwrap();
     let all = rows_by_group(
-        &run(&ctx, "SELECT \"group\", gene_i, gene_j, tau FROM kendall_all_pairs('expr')")
-            .await
-            .unwrap(),
+        &run(
+            &ctx,
+            "SELECT \"group\", gene_i, gene_j, tau FROM kendall_all_pairs('expr')",
+        )
+        .await
+        .unwrap(),
         true,
     );
-    for filter in ["\"group\" = 'B'", "\"group\" IN ('B', 'Z')", "NOT (\"group\" <> 'B')"] {
+    for filter in [
+        "\"group\" = 'B'",
+        "\"group\" IN ('B', 'Z')",
+        "NOT (\"group\" <> 'B')",
+    ] {
         let sql = format!(
             "SELECT \"group\", gene_i, gene_j, tau FROM kendall_all_pairs('expr') WHERE {filter}"
         );
@@ -286,7 +305,14 @@ async fn a_filter_on_group_computes_only_its_groups() {
         assert_eq!(got["B"], all["B"], "{sql}");
         let explain = run(&ctx, &format!("EXPLAIN ANALYZE {sql}")).await.unwrap();
         let plan = array_value_to_string(explain[0].column(1), 0).unwrap();
-        assert_contains(&plan, &["group_preparations=1", "groups=table 'cells'", "group_filter="]);
+        assert_contains(
+            &plan,
+            &[
+                "group_preparations=1",
+                "groups=table 'cells'",
+                "group_filter=",
+            ],
+        );
         assert!(!plan.contains("FilterExec"), "{plan}");
     }
 }
@@ -307,7 +333,15 @@ async fn a_bad_groups_source_is_a_clear_error() {
         "SET kendall.groups = 'one'; SELECT * FROM kendall_all_pairs('expr')",
     )
     .await;
-    assert_contains(&msg, &["kendall_all_pairs", "table 'one'", "kendall.groups", "1 column(s)"]);
+    assert_contains(
+        &msg,
+        &[
+            "kendall_all_pairs",
+            "table 'one'",
+            "kendall.groups",
+            "1 column(s)",
+        ],
+    );
     let msg = error(
         &ctx,
         "SET kendall.groups = 'no_such_table'; SELECT * FROM kendall_all_pairs('expr')",
@@ -335,24 +369,42 @@ async fn unnamed_samples_are_grouped_by_row_number() {
     let columns: Vec<(String, ArrayRef)> = (0..24)
         .map(|g| {
             let values: Float64Array = (1..=SAMPLES)
-                .map(|s| Some(rows.column(s).as_any().downcast_ref::<Float64Array>().unwrap().value(g)))
+                .map(|s| {
+                    Some(
+                        rows.column(s)
+                            .as_any()
+                            .downcast_ref::<Float64Array>()
+                            .unwrap()
+                            .value(g),
+                    )
+                })
                 .collect();
             (format!("g{g}"), Arc::new(values) as ArrayRef)
         })
         .collect();
-    register(&ctx, "by_column", RecordBatch::try_from_iter(columns).unwrap());
+    register(
+        &ctx,
+        "by_column",
+        RecordBatch::try_from_iter(columns).unwrap(),
+    );
     let group_rows = group_rows();
-    let numbers = group_rows
-        .iter()
-        .map(|(s, _)| s.strip_prefix('s').and_then(|n| n.parse::<i64>().ok()).unwrap_or(-1));
+    let numbers = group_rows.iter().map(|(s, _)| {
+        s.strip_prefix('s')
+            .and_then(|n| n.parse::<i64>().ok())
+            .unwrap_or(-1)
+    });
     let numbered = RecordBatch::try_from_iter([
         (
             "row",
-            Arc::new(datafusion::arrow::array::Int64Array::from_iter_values(numbers)) as ArrayRef,
+            Arc::new(datafusion::arrow::array::Int64Array::from_iter_values(
+                numbers,
+            )) as ArrayRef,
         ),
         (
             "cluster",
-            Arc::new(StringArray::from_iter_values(group_rows.iter().map(|r| r.1))) as ArrayRef,
+            Arc::new(StringArray::from_iter_values(
+                group_rows.iter().map(|r| r.1),
+            )) as ArrayRef,
         ),
     ])
     .unwrap();
@@ -361,7 +413,10 @@ async fn unnamed_samples_are_grouped_by_row_number() {
                  FROM kendall_all_pairs('{}')";
     let by_name = run(
         &ctx,
-        &format!("SET kendall.groups = 'cells'; {}", query.replace("{}", "expr")),
+        &format!(
+            "SET kendall.groups = 'cells'; {}",
+            query.replace("{}", "expr")
+        ),
     )
     .await
     .unwrap();
@@ -374,7 +429,10 @@ async fn unnamed_samples_are_grouped_by_row_number() {
     )
     .await
     .unwrap();
-    let (by_name, by_number) = (rows_by_group(&by_name, true), rows_by_group(&by_number, true));
+    let (by_name, by_number) = (
+        rows_by_group(&by_name, true),
+        rows_by_group(&by_number, true),
+    );
     assert_eq!(by_name.len(), 5);
     assert_eq!(by_name, by_number);
 }

@@ -17,8 +17,8 @@ mod errors;
 mod exports;
 mod fdr;
 mod fuzz;
-mod groups;
 mod graphml;
+mod groups;
 #[cfg(feature = "hdf5")]
 mod h5;
 mod inputs;
@@ -29,6 +29,7 @@ mod load;
 mod memory;
 mod metamorphic;
 mod missing;
+mod mtx;
 mod parity;
 mod pvalues;
 mod roundtrip;

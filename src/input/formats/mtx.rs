@@ -1,19 +1,28 @@
 //! The MatrixMarket coordinate format (`.mtx`, plain or gzip-compressed)
 //! and the name files beside it (one name per line, the first
-//! tab-separated field): the parser that a 10x directory (`tenx.rs`) is
-//! read with, and that a plain `.mtx` file with its name files would be.
+//! tab-separated field): the one parser that a plain `.mtx` file and a 10x
+//! directory (`matrix_files.rs`) are read with.
 //!
 //! It reads what the files say, nothing more: the header (`%%MatrixMarket
-//! matrix coordinate integer|real|pattern general`), the size line, and
-//! the entries as `(row, column)` positions (from 0) and values, in file
-//! order. What the rows and columns are (genes or cells) and how entries
-//! are grouped is its caller's. Every error names the file and the line.
+//! matrix coordinate integer|real|pattern general|symmetric`), the size
+//! line, and the entries as `(row, column)` positions (from 0) and values.
+//! A symmetric matrix lists the entries of one triangle: each off-diagonal
+//! one is given at its mirrored position too, as `scipy.io.mmread` does.
+//! Comment lines (`%`) and blank lines may come anywhere after the header.
+//! What the rows and columns are (genes or cells) and how entries are
+//! grouped is its caller's. Every error names the file and the line.
+//!
+//! The entries are parsed on all cores: the body is read (and, for `.gz`,
+//! decompressed) in blocks of whole lines, sequentially, while the blocks
+//! read before it are parsed on rayon's threads, each block's line numbers
+//! counted from where the blocks before it ended.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use datafusion::error::{DataFusionError, Result};
+use rayon::prelude::*;
 
 use crate::memory::{Reservation, try_with_capacity};
 
@@ -81,14 +90,29 @@ pub(super) fn names(path: &Path) -> Result<Vec<String>> {
 /// What the header and size line of a MatrixMarket file say.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Header {
-    /// Rows, columns and entries, as the size line says.
+    /// Rows, columns and entries listed, as the size line says.
     pub rows: usize,
     pub cols: usize,
     pub entries: usize,
     /// `pattern` matrices list positions only (value 1).
     pub pattern: bool,
+    /// `symmetric` matrices list one triangle; off-diagonal entries stand
+    /// for two.
+    pub symmetric: bool,
     /// Line number of the size line.
     pub size_line: usize,
+}
+
+impl Header {
+    /// The most entries the matrix has: those listed, twice over for a
+    /// symmetric one.
+    pub fn max_entries(&self) -> usize {
+        if self.symmetric {
+            self.entries.saturating_mul(2)
+        } else {
+            self.entries
+        }
+    }
 }
 
 /// A MatrixMarket file opened and read up to its first entry.
@@ -107,6 +131,29 @@ pub(super) fn open(path: &Path, (rows, cols): (&str, &str)) -> Result<Opened> {
     Ok(Opened { header, reader })
 }
 
+/// The header line's words: (`pattern`, `symmetric`), or an error naming
+/// what it should be.
+fn header_kind(line: &str, name: &str) -> Result<(bool, bool)> {
+    let words: Vec<String> = line
+        .split_whitespace()
+        .map(str::to_ascii_lowercase)
+        .collect();
+    let ok = words.len() == 5
+        && words[0] == "%%matrixmarket"
+        && words[1] == "matrix"
+        && words[2] == "coordinate"
+        && matches!(words[3].as_str(), "integer" | "real" | "pattern")
+        && matches!(words[4].as_str(), "general" | "symmetric");
+    if !ok {
+        return Err(error(format!(
+            "{name} line 1: expected '%%MatrixMarket matrix coordinate integer|real|pattern \
+             general|symmetric', got '{}'",
+            line.trim()
+        )));
+    }
+    Ok((words[3] == "pattern", words[4] == "symmetric"))
+}
+
 /// Reads the header and size line, leaving `reader` at the first entry.
 fn header(reader: &mut dyn BufRead, path: &Path, (rows, cols): (&str, &str)) -> Result<Header> {
     let mut buf = String::new();
@@ -116,23 +163,7 @@ fn header(reader: &mut dyn BufRead, path: &Path, (rows, cols): (&str, &str)) -> 
             "{name} is empty; expected a MatrixMarket header"
         )));
     }
-    let words: Vec<String> = buf
-        .split_whitespace()
-        .map(str::to_ascii_lowercase)
-        .collect();
-    let ok = words.len() == 5
-        && words[0] == "%%matrixmarket"
-        && words[1] == "matrix"
-        && words[2] == "coordinate"
-        && matches!(words[3].as_str(), "integer" | "real" | "pattern")
-        && words[4] == "general";
-    if !ok {
-        return Err(error(format!(
-            "{name} line 1: expected '%%MatrixMarket matrix coordinate integer|real|pattern general', got '{}'",
-            buf.trim()
-        )));
-    }
-    let pattern = words[3] == "pattern";
+    let (pattern, symmetric) = header_kind(&buf, &name)?;
     let mut k = 1;
     loop {
         k += 1;
@@ -152,11 +183,22 @@ fn header(reader: &mut dyn BufRead, path: &Path, (rows, cols): (&str, &str)) -> 
                 "{name} line {k}: the size line says {r} rows ({rows}) and {c} columns \
                  ({cols}); a matrix needs at least one of each"
             ))),
+            [Some(r), Some(c), Some(_)] if symmetric && r != c => Err(error(format!(
+                "{name} line {k}: a symmetric matrix is square, but the size line says {r} \
+                 rows and {c} columns"
+            ))),
+            [Some(r), Some(c), _] if *r > u32::MAX as usize || *c > u32::MAX as usize => {
+                Err(error(format!(
+                    "{name} line {k}: {r} rows x {c} columns is too large (at most {} each)",
+                    u32::MAX
+                )))
+            }
             [Some(rows), Some(cols), Some(entries)] => Ok(Header {
                 rows: *rows,
                 cols: *cols,
                 entries: *entries,
                 pattern,
+                symmetric,
                 size_line: k,
             }),
             _ => Err(error(format!(
@@ -166,7 +208,7 @@ fn header(reader: &mut dyn BufRead, path: &Path, (rows, cols): (&str, &str)) -> 
     }
 }
 
-/// A matrix file's entries, in file order.
+/// A matrix file's entries.
 pub(super) struct Coordinates {
     /// Each entry's `(row, column)`, from 0.
     pub cells: Vec<(u32, u32)>,
@@ -177,66 +219,238 @@ pub(super) struct Coordinates {
 /// Bytes an entry takes as read ([`Coordinates`]).
 const ENTRY_BYTES: usize = size_of::<(u32, u32)>() + size_of::<f64>();
 
+/// Bytes of the body a block holds, at least (it ends at a line's end).
+const BLOCK_BYTES: usize = 1 << 22;
+
+/// Bytes of the blocks of one batch (one block per thread), at most: with
+/// many threads the blocks are smaller (but at least [`MIN_BLOCK_BYTES`]).
+const BATCH_BYTES: usize = 1 << 26;
+
+/// Bytes of a block, at least, however many threads parse them.
+const MIN_BLOCK_BYTES: usize = 1 << 18;
+
+/// The entries of one block of whole lines.
+struct Block {
+    cells: Vec<(u32, u32)>,
+    values: Vec<f64>,
+    /// Entry lines (a symmetric matrix's mirrored entries not counted).
+    listed: usize,
+    /// Lines in the block.
+    lines: usize,
+}
+
+/// A problem on line `line` (from 1) of a block.
+struct BlockError {
+    line: usize,
+    msg: String,
+}
+
 impl Opened {
-    /// The entries (as many as the size line says, each in range), their
-    /// memory reserved in `reservation` before they are read.
-    pub(super) fn entries(
+    /// The entries (as many as the size line says, each in range; a
+    /// symmetric matrix's mirrored), their memory reserved in
+    /// `reservation` before they are read. The file is read in blocks of
+    /// whole lines, each batch of blocks (one per thread) parsed on rayon's
+    /// threads while the next batch is read; the blocks in flight are
+    /// reserved too.
+    pub(super) fn entries(self, path: &Path, reservation: &mut Reservation) -> Result<Coordinates> {
+        self.entries_in_blocks(path, reservation, BLOCK_BYTES)
+    }
+
+    /// [`Opened::entries`], in blocks of at least `block_bytes`.
+    fn entries_in_blocks(
         mut self,
         path: &Path,
         reservation: &mut Reservation,
+        block_bytes: usize,
     ) -> Result<Coordinates> {
         let header = self.header;
-        reservation.try_grow(header.entries.saturating_mul(ENTRY_BYTES))?;
-        let mut cells: Vec<(u32, u32)> = try_with_capacity(header.entries, "matrix entries")?;
-        let mut values: Vec<f64> = try_with_capacity(header.entries, "matrix entries")?;
+        let most = header.max_entries();
+        reservation.try_grow(most.saturating_mul(ENTRY_BYTES))?;
+        let mut out = Coordinates {
+            cells: try_with_capacity(most, "matrix entries")?,
+            values: try_with_capacity(most, "matrix entries")?,
+        };
         let name = file_name(path);
-        let mut buf = String::new();
-        let mut k = header.size_line;
-        loop {
-            k += 1;
-            if !next_line(&mut *self.reader, &mut buf, path, k)? {
-                break;
+        let batch_len = rayon::current_num_threads().max(1);
+        let block_bytes = block_bytes.min((BATCH_BYTES / batch_len).max(MIN_BLOCK_BYTES));
+        // In flight: a batch being parsed, the entries parsed from it (as
+        // many bytes, twice for a symmetric matrix) and the next batch (as
+        // many bytes as this one, at most), reserved as batches are read.
+        let before = reservation.size();
+        let copies = if header.symmetric { 4 } else { 3 };
+        let mut in_flight = 0;
+        // Lines before the next block, entries listed before it.
+        let (mut line, mut listed) = (header.size_line, 0usize);
+        let mut body = Body {
+            reader: &mut *self.reader,
+            carry: Vec::new(),
+            done: false,
+            block_bytes,
+        };
+        let mut batch = body.read_batch(batch_len, &name, line)?;
+        while !batch.is_empty() {
+            let bytes = copies * batch.iter().map(Vec::capacity).sum::<usize>();
+            if bytes > in_flight {
+                reservation.try_grow(bytes - in_flight)?;
+                in_flight = bytes;
             }
-            let line = buf.trim();
-            if line.is_empty() || line.starts_with('%') {
-                continue;
+            let (parsed, next) = rayon::join(
+                || {
+                    batch
+                        .par_iter()
+                        .map(|b| parse_block(b, &header))
+                        .collect::<Vec<_>>()
+                },
+                || body.read_batch(batch_len, &name, line),
+            );
+            for (text, parsed) in batch.iter().zip(parsed) {
+                let block = parsed
+                    .map_err(|e| error(format!("{name} line {}: {}", line + e.line, e.msg)))?;
+                if listed + block.listed > header.entries {
+                    let k = line + nth_entry_line(text, header.entries - listed + 1);
+                    return Err(error(format!(
+                        "{name} line {k}: more entries than the {} its size line (line {}) says",
+                        header.entries, header.size_line
+                    )));
+                }
+                listed += block.listed;
+                line += block.lines;
+                out.cells.extend_from_slice(&block.cells);
+                out.values.extend_from_slice(&block.values);
             }
-            let (row, col, value) = entry(line, &header, &name, k)?;
-            if cells.len() == header.entries {
-                return Err(error(format!(
-                    "{name} line {k}: more entries than the {} its size line (line {}) says",
-                    header.entries, header.size_line
-                )));
-            }
-            cells.push((row, col));
-            values.push(value);
+            batch = next?;
         }
-        if cells.len() != header.entries {
+        if listed != header.entries {
             return Err(error(format!(
-                "{name} has {} entries, but its size line (line {}) says {}",
-                cells.len(),
-                header.size_line,
-                header.entries
+                "{name} has {listed} entries, but its size line (line {}) says {}",
+                header.size_line, header.entries
             )));
         }
-        Ok(Coordinates { cells, values })
+        reservation.shrink_to(before);
+        Ok(out)
     }
 }
 
-/// One entry line `line` (line `k` of the file `name`): its row and column
-/// (from 0, in range) and value.
-fn entry(line: &str, header: &Header, name: &str, k: usize) -> Result<(u32, u32, f64)> {
-    let mut words = line.split_whitespace();
-    let mut index = |what: &str, max: usize| -> Result<u32> {
-        let w = words.next().unwrap_or("");
-        match w.parse::<usize>() {
-            Ok(x) if (1..=max).contains(&x) => Ok((x - 1) as u32),
-            Ok(x) => Err(error(format!(
-                "{name} line {k}: {what} index {x} out of range 1..={max}"
-            ))),
-            Err(_) => Err(error(format!(
-                "{name} line {k}: expected 'row column value', got '{line}'"
-            ))),
+/// The body of a file after its size line, read in blocks of whole lines.
+struct Body<'a> {
+    reader: &'a mut (dyn BufRead + Send),
+    /// The start of a line the last block did not end.
+    carry: Vec<u8>,
+    /// Whether the reader is at its end.
+    done: bool,
+    /// Bytes a block holds, at least.
+    block_bytes: usize,
+}
+
+impl Body<'_> {
+    /// Up to `len` blocks of whole lines (fewer at the end of the file;
+    /// none after it). `line`: lines read before them, for messages.
+    fn read_batch(&mut self, len: usize, name: &str, line: usize) -> Result<Vec<Vec<u8>>> {
+        let mut batch = Vec::with_capacity(len);
+        while batch.len() < len
+            && let Some(block) = self.read_block(name, line)?
+        {
+            batch.push(block);
+        }
+        Ok(batch)
+    }
+
+    /// The next block: at least `block_bytes` (the rest of the file when
+    /// shorter), ending at the end of a line; `None` at the end.
+    fn read_block(&mut self, name: &str, line: usize) -> Result<Option<Vec<u8>>> {
+        let mut block = std::mem::take(&mut self.carry);
+        let mut filled = block.len();
+        let want = self.block_bytes;
+        block.resize(filled.max(want) + (1 << 16).min(want), 0);
+        while !self.done && (filled < want || !block[..filled].contains(&b'\n')) {
+            if filled == block.len() {
+                block.resize(2 * filled, 0);
+            }
+            match self.reader.read(&mut block[filled..]) {
+                Ok(0) => self.done = true,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(error(format!("{name}: cannot read after line {line}: {e}")));
+                }
+            }
+        }
+        block.truncate(filled);
+        if self.done {
+            // The last block: as many bytes as it holds, not a whole block.
+            block.shrink_to_fit();
+        }
+        if !self.done
+            && let Some(end) = block.iter().rposition(|&b| b == b'\n')
+        {
+            self.carry = block.split_off(end + 1);
+        }
+        Ok((!block.is_empty()).then_some(block))
+    }
+}
+
+/// Whether a line holds no entry (blank, or a `%` comment).
+fn is_not_entry(line: &[u8]) -> bool {
+    line.trim_ascii().first().is_none_or(|&b| b == b'%')
+}
+
+/// The lines of `text`, a block of whole lines (the last without its end
+/// only at the end of the file).
+fn block_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let text = text.strip_suffix(b"\n").unwrap_or(text);
+    text.split(|&b| b == b'\n')
+}
+
+/// The entries of the block `text` (its line `k`, from 1, in messages).
+fn parse_block(text: &[u8], header: &Header) -> std::result::Result<Block, BlockError> {
+    let guess = text.len() / 16 * if header.symmetric { 2 } else { 1 };
+    let mut block = Block {
+        cells: Vec::with_capacity(guess),
+        values: Vec::with_capacity(guess),
+        listed: 0,
+        lines: 0,
+    };
+    for (i, raw) in block_lines(text).enumerate() {
+        block.lines = i + 1;
+        if is_not_entry(raw) {
+            continue;
+        }
+        let (row, col, value) =
+            entry(raw, header).map_err(|msg| BlockError { line: i + 1, msg })?;
+        block.listed += 1;
+        block.cells.push((row, col));
+        block.values.push(value);
+        if header.symmetric && row != col {
+            block.cells.push((col, row));
+            block.values.push(value);
+        }
+    }
+    Ok(block)
+}
+
+/// The line (from 1) of the block `text` that holds its entry number `n`
+/// (from 1; it has one).
+fn nth_entry_line(text: &[u8], n: usize) -> usize {
+    block_lines(text)
+        .enumerate()
+        .filter(|(_, l)| !is_not_entry(l))
+        .nth(n - 1)
+        .map_or(0, |(i, _)| i + 1)
+}
+
+/// One entry line `raw`: its row and column (from 0, in range) and value,
+/// or what is wrong with it.
+fn entry(raw: &[u8], header: &Header) -> std::result::Result<(u32, u32, f64), String> {
+    let line = || String::from_utf8_lossy(raw.trim_ascii());
+    let mut words = raw
+        .split(|b| b.is_ascii_whitespace())
+        .filter(|w| !w.is_empty());
+    let mut index = |what: &str, max: usize| -> std::result::Result<u32, String> {
+        let w = words.next().unwrap_or(b"");
+        match parse_index(w) {
+            Some(x) if (1..=max).contains(&x) => Ok((x - 1) as u32),
+            Some(x) => Err(format!("{what} index {x} out of range 1..={max}")),
+            None => Err(format!("expected 'row column value', got '{}'", line())),
         }
     };
     let row = index("row", header.rows)?;
@@ -244,15 +458,137 @@ fn entry(line: &str, header: &Header, name: &str, k: usize) -> Result<(u32, u32,
     let value = if header.pattern {
         1.0
     } else {
-        let w = words.next().unwrap_or("");
-        w.parse::<f64>()
+        let w = words.next().unwrap_or(b"");
+        std::str::from_utf8(w)
             .ok()
+            .and_then(|w| w.parse::<f64>().ok())
             .filter(|v| v.is_finite())
             .ok_or_else(|| {
-                error(format!(
-                    "{name} line {k}: expected a number as the value, got '{w}'"
-                ))
+                format!(
+                    "expected a number as the value, got '{}'",
+                    String::from_utf8_lossy(w)
+                )
             })?
     };
     Ok((row, col, value))
+}
+
+/// A decimal index (digits only), `None` when it is not one or overflows.
+fn parse_index(w: &[u8]) -> Option<usize> {
+    if w.is_empty() || w.len() > 19 {
+        return None;
+    }
+    w.iter().try_fold(0usize, |x, &b| {
+        b.is_ascii_digit().then(|| x * 10 + usize::from(b - b'0'))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::QueryMemory;
+    use std::io::Write;
+
+    /// A file of `text` in a temporary directory, named `name`.
+    fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> std::path::PathBuf {
+        let path = dir.path().join(name);
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        path
+    }
+
+    /// Entries as read: positions and values.
+    type Read = (Vec<(u32, u32)>, Vec<f64>);
+
+    /// The entries of `path`, read in blocks of `block` bytes.
+    fn read(path: &Path, block: usize) -> Result<Read> {
+        let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
+        let c = open(path, ("genes", "cells"))?.entries_in_blocks(path, &mut r, block)?;
+        Ok((c.cells, c.values))
+    }
+
+    /// A general real matrix of 2,000 entries with comment and blank lines
+    /// among them (line `k + 3` holds entry `k`, from 0, until the first
+    /// comment).
+    fn big() -> String {
+        let mut text =
+            String::from("%%MatrixMarket matrix coordinate real general\n%c\n50 40 2000\n");
+        for k in 0..2000u32 {
+            text.push_str(&format!("{} {} {}.5\n", k % 50 + 1, k / 50 + 1, k));
+            if k % 300 == 299 {
+                text.push_str("% a comment\n\n");
+            }
+        }
+        text
+    }
+
+    /// Case: blocks of any size (one line each, a few lines, the whole
+    /// file) give the same entries in file order, and an error's line
+    /// number is the file's, whichever block it falls in.
+    #[test]
+    fn blocks_of_any_size_give_the_same_entries_and_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(&dir, "m.mtx", &big());
+        let whole = read(&path, BLOCK_BYTES).unwrap();
+        assert_eq!(whole.0.len(), 2000);
+        assert_eq!((whole.0[1999], whole.1[1999]), ((49, 39), 1999.5));
+        for block in [1, 7, 64, 1000] {
+            assert_eq!(read(&path, block).unwrap(), whole, "blocks of {block}");
+        }
+        // Entry 1500 is on line 3 + 1500 + 2 * 5 (five comments and blank
+        // lines before it) + 1.
+        let bad = big().replace("\n1 31 1500.5\n", "\n1 31 x\n");
+        let path = file(&dir, "bad.mtx", &bad);
+        for block in [1, 64, 1000, BLOCK_BYTES] {
+            let msg = read(&path, block).unwrap_err().to_string();
+            assert!(
+                msg.contains("bad.mtx line 1514: expected a number"),
+                "{block}: {msg}"
+            );
+        }
+        let more = format!("{}2 2 1\n", big());
+        let path = file(&dir, "more.mtx", &more);
+        for block in [1, 64, BLOCK_BYTES] {
+            let msg = read(&path, block).unwrap_err().to_string();
+            assert!(
+                msg.contains("more.mtx line 2016: more entries than the 2000"),
+                "{msg}"
+            );
+        }
+    }
+
+    /// Case: a symmetric matrix's off-diagonal entries are mirrored, its
+    /// diagonal ones not; a gzip file with no final line end reads the same.
+    #[test]
+    fn symmetric_entries_are_mirrored() {
+        let dir = tempfile::tempdir().unwrap();
+        let text =
+            "%%MatrixMarket matrix coordinate integer symmetric\n3 3 3\n2 1 5\n3 3 7\n3 1 -2";
+        let path = file(&dir, "s.mtx", text);
+        let want = (
+            vec![(1, 0), (0, 1), (2, 2), (2, 0), (0, 2)],
+            vec![5.0, 5.0, 7.0, -2.0, -2.0],
+        );
+        assert_eq!(read(&path, 4).unwrap(), want);
+        let gz = dir.path().join("s.mtx.gz");
+        let mut e = flate2::write::GzEncoder::new(
+            std::fs::File::create(&gz).unwrap(),
+            flate2::Compression::default(),
+        );
+        e.write_all(text.as_bytes()).unwrap();
+        e.finish().unwrap();
+        assert_eq!(read(&gz, BLOCK_BYTES).unwrap(), want);
+        let path = file(
+            &dir,
+            "r.mtx",
+            "%%MatrixMarket matrix coordinate real symmetric\n2 3 0\n",
+        );
+        let msg = read(&path, 4).err().unwrap().to_string();
+        assert!(
+            msg.contains("r.mtx line 2: a symmetric matrix is square"),
+            "{msg}"
+        );
+    }
 }

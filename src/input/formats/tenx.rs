@@ -1,7 +1,7 @@
 //! 10x Genomics matrix directories (Cell Ranger's `filtered_feature_bc_matrix/`):
 //! `matrix.mtx`, `features.tsv` (or `genes.tsv`) and `barcodes.tsv`, each
 //! plain or gzip-compressed, as an input: a MatrixMarket file and its two
-//! name files, read by `mtx.rs`.
+//! name files (`matrix_files.rs`, read by `mtx.rs`).
 //!
 //! The MatrixMarket file is a sparse coordinate matrix of counts with
 //! features (genes) as rows and barcodes (cells) as columns; entries not
@@ -28,11 +28,10 @@ use std::sync::Arc;
 
 use datafusion::error::Result;
 
-use super::mtx::{self, Coordinates, error, file_name};
+use super::matrix_files::{MatrixFiles, Orientation};
+use super::mtx::{error, file_name};
 use super::resolved::Resolved;
-use crate::input::sparse::{RepeatedSample, SparseValues, Zeros};
-use crate::input::sparse_table::{FileEntries, MatrixFile, SparseTable};
-use crate::memory::QueryMemory;
+use crate::input::sparse_table::SparseTable;
 
 /// The three files of a 10x matrix directory.
 #[derive(Debug, Clone)]
@@ -105,144 +104,19 @@ impl TenxTable {
     /// size line and the lengths of the features and barcodes files); its
     /// entries are read each time a query reads it.
     pub fn try_new(files: TenxFiles) -> Result<SparseTable> {
-        let (opened, genes, cells) = open_files(&files)?;
-        let shape = (genes.len(), cells.len(), opened.header.entries);
-        Ok(SparseTable::from_file(Box::new(TenxMatrix {
-            files,
-            shape,
-        })))
+        MatrixFiles {
+            label: format!("10x directory '{}'", files.dir),
+            matrix: files.matrix,
+            rows: Some(files.features),
+            columns: Some(files.barcodes),
+            orientation: Orientation::GenesByCells,
+        }
+        .table()
     }
 }
 
 /// The scan of a 10x directory's table: the scan of every sparse table.
 pub type TenxExec = crate::input::sparse_table::SparseTableExec;
-
-/// A 10x directory, its shape checked: a sparse table's `MatrixFile`.
-#[derive(Debug)]
-struct TenxMatrix {
-    files: TenxFiles,
-    /// Genes, cells and entries, as the files said when checked.
-    shape: (usize, usize, usize),
-}
-
-/// The matrix file opened at its first entry, and the gene and cell ids,
-/// their numbers checked against its size line.
-fn open_files(files: &TenxFiles) -> Result<(mtx::Opened, Vec<String>, Vec<String>)> {
-    let opened = mtx::open(&files.matrix, ("genes", "cells"))?;
-    let header = opened.header;
-    let genes = mtx::names(&files.features)?;
-    let cells = mtx::names(&files.barcodes)?;
-    let matrix = file_name(&files.matrix);
-    for (ids, want, what, path) in [
-        (&genes, header.rows, "rows", &files.features),
-        (&cells, header.cols, "columns", &files.barcodes),
-    ] {
-        if ids.len() != want {
-            return Err(error(format!(
-                "{} has {} lines, but {matrix} (line {}) has {want} {what}",
-                file_name(path),
-                ids.len(),
-                header.size_line
-            )));
-        }
-    }
-    Ok((opened, genes, cells))
-}
-
-/// Bytes a `String` id takes besides its text (its `String` and the
-/// allocation's rounding and header).
-const ID_BYTES: usize = 48;
-
-impl MatrixFile for TenxMatrix {
-    fn name(&self) -> String {
-        format!("10x directory '{}'", self.files.dir)
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "10x directory '{}', matrix={}",
-            self.files.dir,
-            file_name(&self.files.matrix)
-        )
-    }
-
-    fn shape(&self) -> (usize, usize, usize) {
-        self.shape
-    }
-
-    /// The files read again (as every source is when loaded), ids checked
-    /// unique, the entries parsed (16 bytes each) and grouped by gene
-    /// straight into the stored entries (12 bytes each): at the peak both
-    /// are held. An entry given twice is an error naming it.
-    fn read(&self, memory: &QueryMemory, zeros: Zeros) -> Result<FileEntries> {
-        let files = &self.files;
-        let (opened, genes, cells) = open_files(files)?;
-        let dir = &files.dir;
-        for (ids, file) in [(&genes, &files.features), (&cells, &files.barcodes)] {
-            let mut seen = std::collections::HashSet::with_capacity(ids.len());
-            if let Some(id) = ids.iter().find(|id| !seen.insert(id.as_str())) {
-                return Err(error(format!(
-                    "{} names '{id}' twice (10x directory '{dir}')",
-                    file_name(file)
-                )));
-            }
-        }
-        let header = opened.header;
-        let (m, n) = (genes.len(), cells.len());
-        let name = file_name(&files.matrix);
-        let id_bytes = genes
-            .iter()
-            .chain(&cells)
-            .map(|id| id.len() + ID_BYTES)
-            .sum::<usize>();
-        let mut read_memory = memory.reserve(
-            &format!(
-                "entries of {name} ({} values of {m} genes x {n} cells, as read)",
-                header.entries
-            ),
-            id_bytes,
-        )?;
-        let read = opened.entries(&files.matrix, &mut read_memory)?;
-        let mut stored_memory =
-            memory.reserve(&format!("non-zero values ({m} genes x {n} cells)"), 0)?;
-        let grouped = SparseValues::group(
-            (m, n),
-            &read.cells,
-            &read.values,
-            &[],
-            zeros,
-            &mut stored_memory,
-        )?;
-        let stored = grouped.map_err(|RepeatedSample { gene }| {
-            let cell = repeated_cell(&read, gene);
-            error(format!(
-                "{name} gives gene '{}', cell '{}' twice (10x directory '{dir}')",
-                genes[gene as usize], cells[cell as usize]
-            ))
-        })?;
-        // The entries as read (ENTRY_BYTES each) are given back.
-        drop((read, read_memory));
-        stored_memory.try_grow(id_bytes)?;
-        Ok(FileEntries {
-            genes,
-            samples: cells,
-            stored,
-            memory: stored_memory,
-        })
-    }
-}
-
-/// A cell that `gene` has two entries for in `read` (it has one).
-fn repeated_cell(read: &Coordinates, gene: u32) -> u32 {
-    let mut cells: Vec<u32> = read
-        .cells
-        .iter()
-        .filter(|&&(g, _)| g == gene)
-        .map(|&(_, c)| c)
-        .collect();
-    cells.sort_unstable();
-    cells.windows(2).find(|w| w[0] == w[1]).map_or(0, |w| w[0])
-}
 
 #[cfg(test)]
 mod tests {
