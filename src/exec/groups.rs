@@ -89,7 +89,7 @@ impl GroupedInput {
         per_group.saturating_mul(self.groups.len() as u64)
     }
 
-    /// The number of genes of the matrix.
+    /// The whole matrix, unranked (each group's samples are cut from it).
     pub(super) fn matrix(&self) -> &crate::input::ExpressionMatrix {
         &self.loaded.matrix
     }

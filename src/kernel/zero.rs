@@ -620,7 +620,10 @@ mod tests {
         let cluster = matrix(310, 0.95, &mut rng);
         assert_eq!(prefer(KernelKind::Bitset, &cluster), KernelKind::Zero);
         let middling_cluster = matrix(310, 0.8, &mut rng);
-        assert_eq!(prefer(KernelKind::Bitset, &middling_cluster), KernelKind::Bitset);
+        assert_eq!(
+            prefer(KernelKind::Bitset, &middling_cluster),
+            KernelKind::Bitset
+        );
         let small = matrix(BITSET_MIN_SAMPLES - 1, 0.95, &mut rng);
         assert_eq!(prefer(KernelKind::Bitset, &small), KernelKind::Bitset);
         // Missing values: VSE stays (the zero-inflated kernel would hand

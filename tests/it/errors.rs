@@ -406,7 +406,12 @@ async fn option_values_are_checked_and_named() {
         ),
         (
             "SET kendall.gene_ids = 'int'",
-            &["kendall.gene_ids", "'int'", "'string' or 'dictionary'"],
+            &[
+                "kendall.gene_ids",
+                "kendall.groups",
+                "'int'",
+                "'string' or 'dictionary'",
+            ],
         ),
         (
             "SET kendall.partitions = -2",
