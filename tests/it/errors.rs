@@ -406,12 +406,7 @@ async fn option_values_are_checked_and_named() {
         ),
         (
             "SET kendall.gene_ids = 'int'",
-            &[
-                "kendall.gene_ids",
-                "kendall.groups",
-                "'int'",
-                "'string' or 'dictionary'",
-            ],
+            &["kendall.gene_ids", "'int'", "'string' or 'dictionary'"],
         ),
         (
             "SET kendall.partitions = -2",
@@ -484,6 +479,7 @@ async fn option_values_are_checked_and_named() {
             "kendall.fdr",
             "kendall.format",
             "kendall.gene_ids",
+            "kendall.groups",
             "kendall.kernel",
             "kendall.layout",
             "kendall.memory_limit",
