@@ -28,7 +28,7 @@ use crate::schema::{ALL_PAIRS, GeneIds};
 /// only the columns needed. Filters on `tau`, `p_value`, `q_value` and the
 /// gene columns are applied exactly inside the scan (where the function
 /// takes them); the kernel, variant and tile size come from the session's
-/// [`KendallOptions`](crate::KendallOptions) at planning time.
+/// [`KendallOptions`] at planning time.
 #[derive(Debug)]
 pub struct KendallTable {
     function: &'static dyn KendallFunction,
