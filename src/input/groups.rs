@@ -21,11 +21,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use datafusion::arrow::array::{Array, AsArray};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Schema};
-use datafusion::common::plan_err;
 use datafusion::error::Result;
 
-use super::pair_list::is_id_type;
+use super::pair_list::{NotIds, first_two_ids};
 use super::read::InputBatches;
+use crate::error::plan_error;
 use crate::group_filter::GroupPredicate;
 use crate::memory::{QueryMemory, Reservation};
 
@@ -57,28 +57,20 @@ impl GroupsSpec {
     /// The groups read from the first two columns of `schema`, which must
     /// hold ids (strings or integers).
     pub fn inspect(what: &str, schema: &Schema) -> Result<Self> {
-        let fields = schema.fields();
-        if fields.len() < 2 {
-            return plan_err!(
-                "the groups source {what} (kendall.groups) has {} column(s); its first two \
-                 columns must be a sample id and the sample's group",
-                fields.len()
-            );
-        }
-        for field in &fields[..2] {
-            let t = field.data_type();
-            if !is_id_type(t) {
-                return plan_err!(
-                    "column '{}' of the groups source {what} (kendall.groups) has type {t}; \
-                     its first two columns must be a sample id and a group label (strings \
-                     or integers)",
-                    field.name()
-                );
-            }
-        }
+        let columns = first_two_ids(schema).map_err(|bad| match bad {
+            NotIds::Few(n) => plan_error(format!(
+                "the groups source {what} (kendall.groups) has {n} column(s); its first two \
+                 columns must be a sample id and the sample's group"
+            )),
+            NotIds::Type(name, t) => plan_error(format!(
+                "column '{name}' of the groups source {what} (kendall.groups) has type {t}; \
+                 its first two columns must be a sample id and a group label (strings \
+                 or integers)"
+            )),
+        })?;
         Ok(Self {
             what: what.to_string(),
-            columns: [fields[0].name().clone(), fields[1].name().clone()],
+            columns,
         })
     }
 

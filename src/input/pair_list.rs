@@ -23,6 +23,7 @@ use datafusion::error::Result;
 use rayon::prelude::*;
 
 use super::read::InputBatches;
+use crate::error::plan_error;
 use crate::memory::{QueryMemory, Reservation};
 
 /// The pairs of a candidate list, as gene positions, sorted by first gene:
@@ -65,27 +66,19 @@ impl PairListSpec {
     /// The list read from the first two columns of `schema`, which must hold
     /// ids: strings or integers.
     pub fn inspect(what: &str, schema: &Schema) -> Result<Self> {
-        let fields = schema.fields();
-        if fields.len() < 2 {
-            return plan_err!(
-                "the candidate list {what} has {} column(s); its first two columns must be the \
-                 ids of gene_i and gene_j",
-                fields.len()
-            );
-        }
-        for field in &fields[..2] {
-            let t = field.data_type();
-            if !is_id_type(t) {
-                return plan_err!(
-                    "column '{}' of the candidate list {what} has type {t}; the first two \
-                     columns must be gene ids (strings or integers)",
-                    field.name()
-                );
-            }
-        }
+        let columns = first_two_ids(schema).map_err(|bad| match bad {
+            NotIds::Few(n) => plan_error(format!(
+                "the candidate list {what} has {n} column(s); its first two columns must be the \
+                 ids of gene_i and gene_j"
+            )),
+            NotIds::Type(name, t) => plan_error(format!(
+                "column '{name}' of the candidate list {what} has type {t}; the first two \
+                 columns must be gene ids (strings or integers)"
+            )),
+        })?;
         Ok(Self {
             what: what.to_string(),
-            columns: [fields[0].name().clone(), fields[1].name().clone()],
+            columns,
         })
     }
 
@@ -187,9 +180,35 @@ impl PairListSpec {
     }
 }
 
+/// Why a schema's first two columns are not ids.
+pub(super) enum NotIds {
+    /// The schema has this many columns, fewer than two.
+    Few(usize),
+    /// This column (name, type) holds no ids.
+    Type(String, DataType),
+}
+
+/// The names of `schema`'s first two columns when both hold ids (see
+/// [`is_id_type`]): a candidate list's, a groups source's.
+pub(super) fn first_two_ids(schema: &Schema) -> std::result::Result<[String; 2], NotIds> {
+    let fields = schema.fields();
+    if fields.len() < 2 {
+        return Err(NotIds::Few(fields.len()));
+    }
+    for field in &fields[..2] {
+        if !is_id_type(field.data_type()) {
+            return Err(NotIds::Type(
+                field.name().clone(),
+                field.data_type().clone(),
+            ));
+        }
+    }
+    Ok([fields[0].name().clone(), fields[1].name().clone()])
+}
+
 /// Whether a column of type `t` holds ids: strings (or a dictionary of
 /// them) or integers.
-pub(super) fn is_id_type(t: &DataType) -> bool {
+fn is_id_type(t: &DataType) -> bool {
     let text =
         |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
     t.is_integer() || text(t) || matches!(t, DataType::Dictionary(_, v) if text(v))
