@@ -7,7 +7,7 @@ CSC matrices, in one run; checks that every tau agrees to 1e-12.
 Usage: sce2g_bench.py [--cells 20000] [--genes 1000] [--peaks 10000]
                       [--per-gene 100] [--peak-density 0.05] [--seed 1]
                       [--threads 2] [--rounds 2] [--save DIR]
-                      [--large] [--skip-peer]
+                      [--large] [--skip-peer] [--query-path] [--mtx DIR]
 
 The data follows the workload scE2G runs per cell cluster: RNA counts drawn
 negative-binomial (about 74 % zeros at the defaults), normalised to 10,000
@@ -19,6 +19,17 @@ Parquet files, the candidate list and ``job.sql``, the same job through the
 shell (``datafusion-kendall -f DIR/job.sql``); with anndata installed also
 ``.h5ad`` files and ``job_h5ad.sql`` (a shell built with ``--features
 hdf5``).
+
+``--query-path`` also times ``batch_kendall_tau`` through a
+``kendall_candidate_pairs`` query (its path before the direct engine call),
+to show what the direct call saves.
+
+``--mtx DIR`` writes the step's files as scE2G's R side writes them
+(MatrixMarket genes x cells and peaks x cells, gene and peak names, the
+headerless pairs TSV) and ``DIR/step.sql``, ``sql/sce2g_step.sql`` on
+them (writing ``DIR/ours.txt``), for the end-to-end comparison:
+``datafusion-kendall -f DIR/step.sql`` against ``scripts/sce2g_step.py``
+on the same files (compare the outputs with ``scripts/compare_tau_lines.py``).
 
 ``--large`` draws the matrices as sparse columns (for sizes whose dense
 arrays would not fit: the scE2G size is ``--genes 15000 --peaks 150000
@@ -47,6 +58,8 @@ ap.add_argument("--rounds", type=int, default=2)
 ap.add_argument("--save", default=None)
 ap.add_argument("--large", action="store_true")
 ap.add_argument("--skip-peer", action="store_true")
+ap.add_argument("--query-path", action="store_true")
+ap.add_argument("--mtx", default=None)
 args = ap.parse_args()
 os.environ["RAYON_NUM_THREADS"] = str(args.threads)
 
@@ -161,6 +174,27 @@ if args.save:
             )
 
 
+if args.mtx:
+    import scipy.io
+
+    os.makedirs(args.mtx, exist_ok=True)
+    # As R's Matrix::writeMM writes them: features x cells, no cell names.
+    for name, m, prefix, what in (("rna", rna, "g", "genes"), ("atac", atac, "p", "peaks")):
+        scipy.io.mmwrite(os.path.join(args.mtx, f"{name}.mtx"), m.T.tocoo(), precision=17)
+        with open(os.path.join(args.mtx, f"{name}_{what}.txt"), "w") as f:
+            f.write("".join(f"{prefix}{k}\n" for k in range(m.shape[1])))
+    with open(os.path.join(args.mtx, "pairs.tsv"), "w") as f:
+        f.write("".join(f"g{g}\tp{p}\n" for g, p in zip(gene_idx, peak_idx)))
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "..", "sql", "sce2g_step.sql")) as f:
+        step = f.read()
+    step = step.replace("'data/sce2g/", f"'{os.path.abspath(args.mtx)}/")
+    step = step.replace("'sce2g_tau.txt'", f"'{os.path.abspath(args.mtx)}/ours.txt'")
+    with open(os.path.join(args.mtx, "step.sql"), "w") as f:
+        f.write(step)
+    print(f"wrote the step's files and step.sql to {args.mtx}")
+
+
 def timed(f):
     start = time.perf_counter()
     out = f()
@@ -174,6 +208,12 @@ for _ in range(args.rounds):
         results.setdefault("fast_kendall_sc", []).append(t)
     t, ours = timed(lambda: dk.batch_kendall_tau(rna, atac, gene_idx, peak_idx))
     results.setdefault("datafusion-kendall batch_kendall_tau", []).append(t)
+    if args.query_path:
+        t, by_query = timed(
+            lambda: dk._candidates._batch_kendall_tau(rna, atac, gene_idx, peak_idx, query=True)
+        )
+        results.setdefault("batch_kendall_tau through a query", []).append(t)
+        assert np.array_equal(by_query.view(np.uint64), ours.view(np.uint64)), "query path differs"
     t, frame = timed(
         lambda: dk.candidate_pairs(
             rna, (gene_idx, peak_idx), atac, p_values=True, q_values=True, partitions=args.threads

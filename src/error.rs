@@ -33,6 +33,8 @@ pub(crate) enum Panicked<'a> {
     Reading(&'a str),
     /// A load, of the input named (`the input`, `an input`).
     Loading(&'a str),
+    /// A computation, of what is named (`the listed pairs`).
+    Computing(&'a str),
 }
 
 /// The message of a panic caught while `context` ran, with the text of its
@@ -49,6 +51,7 @@ pub(crate) fn panicked(context: Panicked<'_>, payload: &(dyn std::any::Any + Sen
             format!("cannot read {sources}: reading it panicked ({message}); is it a valid file?")
         }
         Panicked::Loading(input) => format!("loading {input} panicked: {message}"),
+        Panicked::Computing(what) => format!("computing {what} panicked: {message}"),
     }
 }
 

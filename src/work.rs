@@ -273,6 +273,15 @@ impl WorkSplit {
         self
     }
 
+    /// The positions in the candidate list of each partition's pairs (a
+    /// listed split only).
+    pub fn listed_ranges(&self) -> Option<&[Range<usize>]> {
+        match self {
+            WorkSplit::Listed { ranges, .. } => Some(ranges),
+            _ => None,
+        }
+    }
+
     /// Pairs over all partitions (for progress displays).
     pub fn total_pairs(&self) -> u64 {
         match self {

@@ -20,9 +20,8 @@ fn runtime() -> PyResult<&'static tokio::runtime::Runtime> {
         OnceLock::new();
     RUNTIME
         .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
+            datafusion_kendall::pace::runtime_builder()
                 .thread_name("datafusion-kendall")
-                .enable_all()
                 .build()
                 .map_err(|e| e.to_string())
         })
@@ -320,6 +319,86 @@ fn write_graphml(
     writer.finish(node_batches.as_deref()).map_err(error)
 }
 
+/// Kendall's tau of the listed pairs `(x feature first[k], y feature
+/// second[k])` of two sparse matrices (cells matched by id), computed by the
+/// engine of `kendall_candidate_pairs` straight into an array, without a
+/// query: a `bytearray` of native-endian float64 values aligned with the
+/// pairs (NaN where tau is undefined), for `numpy.frombuffer`. `first` and
+/// `second` are Arrow uint32 arrays of positions; `variant` is `'a'`, `'b'`
+/// or `'c'`; one thread per partition. Ctrl-C stops it within 100 ms
+/// (KeyboardInterrupt). See the Rust crate's `exec::cross_listed_tau`.
+#[pyfunction]
+fn cross_listed_tau<'py>(
+    py: Python<'py>,
+    x: &SparseMatrix,
+    y: &SparseMatrix,
+    first: Bound<'py, PyAny>,
+    second: Bound<'py, PyAny>,
+    variant: &str,
+    partitions: usize,
+) -> PyResult<Bound<'py, pyo3::types::PyByteArray>> {
+    use datafusion::arrow::array::{Array, UInt32Array};
+    use datafusion::common::config::ConfigField;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::mpsc::{RecvTimeoutError, channel};
+
+    let positions = |array: &Bound<'py, PyAny>, what: &str| -> PyResult<UInt32Array> {
+        let array = arrow_array(array, what)?;
+        match array.as_any().downcast_ref::<UInt32Array>() {
+            Some(a) if a.null_count() == 0 => Ok(a.clone()),
+            _ => Err(PyValueError::new_err(format!(
+                "{what} must be an Arrow uint32 array without nulls, got {}",
+                array.data_type()
+            ))),
+        }
+    };
+    let (first, second) = (positions(&first, "first")?, positions(&second, "second")?);
+    let mut options = datafusion_kendall::KendallOptions::default();
+    options
+        .set("variant", variant)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let (x, y) = (x.table.clone(), y.table.clone());
+    let stop = Arc::new(AtomicBool::new(false));
+    let (done, finished) = channel();
+    let worker = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let taus = datafusion_kendall::exec::cross_listed_tau(
+                &x,
+                &y,
+                (first.values(), second.values()),
+                &options,
+                partitions,
+                &stop,
+            );
+            let _ = done.send(());
+            taus
+        })
+    };
+    // Waits without the GIL, looking for Ctrl-C every 100 ms.
+    loop {
+        match py.detach(|| finished.recv_timeout(std::time::Duration::from_millis(100))) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if let Err(interrupt) = py.check_signals() {
+            stop.store(true, Ordering::Relaxed);
+            let _ = py.detach(|| worker.join());
+            return Err(interrupt);
+        }
+    }
+    let taus = worker
+        .join()
+        .map_err(|_| PyRuntimeError::new_err("cross_listed_tau: the computation panicked"))?
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    pyo3::types::PyByteArray::new_with(py, taus.len() * 8, |bytes| {
+        for (out, tau) in bytes.chunks_exact_mut(8).zip(&taus) {
+            out.copy_from_slice(&tau.to_ne_bytes());
+        }
+        Ok(())
+    })
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TableFunction>()?;
@@ -330,6 +409,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_host, m)?)?;
     m.add_function(wrap_pyfunction!(progress, m)?)?;
     m.add_function(wrap_pyfunction!(write_graphml, m)?)?;
+    m.add_function(wrap_pyfunction!(cross_listed_tau, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -69,6 +69,29 @@ def test_batch_kendall_tau_is_a_drop_in_for_fast_kendall_sc():
         assert_taus(ours, np.asarray(theirs, dtype=np.float64))
 
 
+def test_batch_kendall_tau_has_the_querys_bits():
+    # batch_kendall_tau calls the engine without a query; candidate_pairs
+    # runs kendall_candidate_pairs: the same taus, bit for bit, in the
+    # pairs' order (unsorted and repeated pairs too). A stored NaN makes it
+    # take the query (the triples), with the same answer on the other pairs.
+    rna, atac, gi, pi = sce2g_like(5, cells=600, genes=30, peaks=200, per_gene=20)
+    order = np.random.default_rng(0).permutation(len(gi))
+    gi, pi = gi[order], pi[order]
+    x, y = sp.csc_matrix(rna), sp.csc_matrix(atac)
+    got = dk.batch_kendall_tau(x, y, gi, pi)
+    rows = dk.candidate_pairs(x, (gi, pi), y)
+    by_pair = {(int(a), int(b)): t for a, b, t in zip(rows.gene_i, rows.gene_j, rows.tau)}
+    expected = np.array([by_pair[(int(a), int(b))] for a, b in zip(gi, pi)])
+    assert np.array_equal(got.view(np.uint64), expected.view(np.uint64))
+    assert got.flags.writeable
+    with_nan = x.copy()
+    with_nan.data[0] = np.nan
+    gene_of_nan = int(np.searchsorted(with_nan.indptr, 0, side="right") - 1)
+    taken = dk.batch_kendall_tau(with_nan, y, gi, pi)
+    other = gi != gene_of_nan
+    assert np.array_equal(taken[other].view(np.uint64), got[other].view(np.uint64))
+
+
 def test_batch_kendall_tau_edge_cases():
     rna, atac, gi, pi = sce2g_like(3, cells=50, genes=3, peaks=5, per_gene=2)
     assert dk.batch_kendall_tau(rna, atac, [], []).shape == (0,)

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use datafusion::error::Result;
 use datafusion::logical_expr::Expr;
 
 use crate::filter::TauPredicate;
@@ -9,6 +10,7 @@ use crate::gene_filter::GenePredicate;
 use crate::group_filter::GroupPredicate;
 use crate::kernel::Variant;
 use crate::kernel::decision::{Decision, KernelPlan};
+use crate::options::KendallOptions;
 use crate::schema::{self, GeneIds};
 use crate::stats::fdr::FdrMethod;
 use crate::stats::pvalue::{Alternative, Continuity, PValueMethod, PValueOptions};
@@ -70,6 +72,51 @@ pub struct ScanConfig {
 }
 
 impl ScanConfig {
+    /// What `function` computes under `options`, before a query narrows it:
+    /// the kernel planned (bit-planes within `kendall.memory_limit` and
+    /// `pool_available`, the pool's room when bounded; at most `anchors`
+    /// genes touched when known), one partition, DataFusion's default
+    /// batch size, no filter, limit or grouping.
+    pub(crate) fn of_options(
+        function: &'static str,
+        options: &KendallOptions,
+        pool_available: Option<usize>,
+        anchors: Option<usize>,
+    ) -> Result<Self> {
+        let simd = options.simd;
+        let kernel = KernelPlan {
+            choice: options.kernel,
+            option_limit: options.memory_limit.bytes() as u64,
+            pool_available,
+            simd,
+            isa: simd.resolve()?,
+            anchors,
+        };
+        Ok(ScanConfig {
+            function,
+            variant: options.variant,
+            min_periods: options.min_periods.get(),
+            kernel,
+            planned_kernel: None,
+            tile_size: options.tile_size.get(),
+            partitions: 1,
+            batch_size: 8192,
+            pvalue: options.pvalue,
+            alternative: options.alternative,
+            continuity: options.continuity,
+            fdr: options.fdr,
+            predicate: None,
+            gene_predicate: None,
+            limit: None,
+            top_k: None,
+            gene_ids: GeneIds::String,
+            filters: Vec::new(),
+            cluster: false,
+            grouped: false,
+            group_predicate: None,
+        })
+    }
+
     /// The columns of the pair (or top-partners) schema among the output
     /// columns `projection`: the same, or for a grouped scan those after
     /// its leading `group` column, moved down by one.

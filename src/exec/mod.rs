@@ -19,8 +19,11 @@
 //!   each group prepared once and streamed group after group;
 //! - `dictionary`: dictionary-typed gene columns;
 //! - [`slices`]: which tile ranges a cluster task computes;
-//! - [`progress`]: how far scans have come, for progress displays.
+//! - [`progress`]: how far scans have come, for progress displays;
+//! - `batch`: listed pairs of two in-memory matrices computed straight into
+//!   an array, without a query ([`cross_listed_tau`]).
 
+mod batch;
 pub mod config;
 mod dictionary;
 mod groups;
@@ -33,6 +36,7 @@ mod stream;
 pub mod top_k;
 
 pub use crate::pace::POLL_BUDGET;
+pub use batch::cross_listed_tau;
 pub use config::ScanConfig;
 pub use node::KendallExec;
 pub use progress::{Progress, live_progress, live_progress_of, plan_progress};

@@ -331,7 +331,7 @@ fn load_inputs(
             };
             checkpoint()?;
             let left_genes = loaded.genes.len();
-            let stacked = input::stack::stack(loaded, spec, right, right_spec, memory)?;
+            let stacked = input::stack::stack(loaded, &spec.what, right, &right_spec.what, memory)?;
             let right_genes = stacked.genes.len() - left_genes;
             (stacked, Some((left_genes, right_genes)))
         }

@@ -21,10 +21,8 @@ use crate::filter::TauPredicate;
 use crate::gene_filter::GenePredicate;
 use crate::group_filter::GroupPredicate;
 use crate::input::{self, InputSpec};
-use crate::kernel::decision::KernelPlan;
 use crate::memory;
 use crate::options::{KendallOptions, MAX_PARTITIONS};
-use crate::schema::GeneIds;
 
 /// Which `filters` the pair loop applies exactly (comparisons of `tau`,
 /// `p_value`, `q_value` and the gene columns, see [`TauPredicate`] and
@@ -173,61 +171,34 @@ fn scan_config(
     // Bit-planes may take kendall.memory_limit, and no more than the
     // session's memory pool can grant besides the ranks they are built
     // from (counted for the planned shape; again at run time).
-    let option_limit = options.memory_limit.bytes() as u64;
     let pool_available = memory::pool_available(&state.runtime_env().memory_pool);
-    let simd = options.simd;
-    let isa = simd.resolve()?;
     // Genes a gene-targeted query's pairs must touch (names; at most that many).
     let anchors = gene_predicate
         .as_ref()
         .and_then(GenePredicate::anchors)
         .map(|(i, j)| i.union(&j).count());
-    let kernel = KernelPlan {
-        choice: options.kernel,
-        option_limit,
-        pool_available,
-        simd,
-        isa,
-        anchors,
-    };
+    let mut scan = ScanConfig::of_options(function, options, pool_available, anchors)?;
     // With the shape known now, the kernel shows in EXPLAIN and a forced
     // bitset kernel over its memory is refused before anything is read.
-    let planned = match (spec.genes, spec.samples) {
-        (Some(genes), Some(samples)) => Some(kernel.for_shape(genes, samples)?),
+    scan.planned_kernel = match (spec.genes, spec.samples) {
+        (Some(genes), Some(samples)) => Some(scan.kernel.for_shape(genes, samples)?),
         _ => None,
     };
-    Ok(ScanConfig {
-        function,
-        variant: options.variant,
-        min_periods: options.min_periods.get(),
-        kernel,
-        planned_kernel: planned,
-        tile_size: options.tile_size.get(),
-        partitions: partitions(options.partitions.get(), config),
-        batch_size: usize::from(config.execution.batch_size).max(1),
-        pvalue: options.pvalue,
-        alternative: options.alternative,
-        continuity: options.continuity,
-        fdr: options.fdr,
-        predicate: predicate.map(Arc::new),
-        gene_predicate: gene_predicate.map(Arc::new),
-        limit,
-        top_k: None,
-        // The pair tables set it from what they fixed when called (their
-        // schema); top partners' gene columns are always strings.
-        gene_ids: GeneIds::String,
-        filters: filters
-            .iter()
-            .filter(|f| {
-                TauPredicate::from_expr(f).is_some() || GenePredicate::from_expr(f).is_some()
-            })
-            .cloned()
-            .collect(),
-        cluster: on_cluster(config),
-        // A grouped call's provider sets them (see `KendallTable::scan`).
-        grouped: false,
-        group_predicate: None,
-    })
+    scan.partitions = partitions(options.partitions.get(), config);
+    scan.batch_size = usize::from(config.execution.batch_size).max(1);
+    scan.predicate = predicate.map(Arc::new);
+    scan.gene_predicate = gene_predicate.map(Arc::new);
+    scan.limit = limit;
+    // The pair tables set the gene columns' type from what they fixed when
+    // called (their schema); top partners' are always strings. A grouped
+    // call's provider sets the grouping (see `KendallTable::scan`).
+    scan.filters = filters
+        .iter()
+        .filter(|f| TauPredicate::from_expr(f).is_some() || GenePredicate::from_expr(f).is_some())
+        .cloned()
+        .collect();
+    scan.cluster = on_cluster(config);
+    Ok(scan)
 }
 
 /// Refuses a pair of matrices whose samples cannot be matched by name

@@ -9,17 +9,17 @@ use datafusion::error::{DataFusionError, Result};
 
 use super::matrix::{ExpressionMatrix, MatrixValues};
 use super::sparse::SparseValues;
-use super::spec::InputSpec;
 use crate::memory::{QueryMemory, try_with_capacity};
 
 /// The left matrix's genes, then the right one's, on the samples both have
 /// (by name, in the left matrix's order). An error when fewer than 2
-/// samples are shared.
+/// samples are shared; `left_what` and `right_what` name the two inputs in
+/// it.
 pub(crate) fn stack(
     mut left: ExpressionMatrix,
-    left_spec: &InputSpec,
+    left_what: &str,
     mut right: ExpressionMatrix,
-    right_spec: &InputSpec,
+    right_what: &str,
     memory: &QueryMemory,
 ) -> Result<ExpressionMatrix> {
     let right_index: HashMap<&str, usize> = right
@@ -40,8 +40,8 @@ pub(crate) fn stack(
             "{} and {} share {} sample name(s) ({} and {} samples); \
              at least 2 are needed (samples are matched by column name, or by sample id with \
              layout 'long')",
-            left_spec.what,
-            right_spec.what,
+            left_what,
+            right_what,
             shared.len(),
             left.samples,
             right.samples

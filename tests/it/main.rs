@@ -4,6 +4,7 @@
 //! file keeps `cargo test` quicker to link and far smaller on disk.
 
 mod balance;
+mod batch;
 mod budget;
 mod candidates;
 #[cfg(feature = "ballista")]

@@ -50,8 +50,13 @@ expect_same_as_cor <- function(f, warnings = TRUE) {
   if (warnings) expect_identical(r$ours$warnings, r$base$warnings)
 }
 
+# A file of the repository: beside the tests in a clone (r/tests/testthat),
+# or under DATAFUSION_KENDALL_REPO (a clone's root) when the tests run from
+# the installed source package (R CMD check); skipped when neither has it.
 repo_file <- function(...) {
-  path <- file.path(testthat::test_path(), "..", "..", "..", ...)
+  root <- Sys.getenv("DATAFUSION_KENDALL_REPO")
+  if (!nzchar(root)) root <- file.path(testthat::test_path(), "..", "..", "..")
+  path <- file.path(root, ...)
   if (!file.exists(path)) testthat::skip(paste("not in a clone of the repository:", path))
   normalizePath(path)
 }

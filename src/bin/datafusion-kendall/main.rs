@@ -42,8 +42,21 @@ use staging::Staging;
 /// Exit code after Ctrl-C, as shells report a process ended by SIGINT.
 const EXIT_INTERRUPTED: u8 = 130;
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // Our runtime, whose workers see Ctrl-C and the progress bar's ticks
+    // within a fraction of a second while they compute pairs.
+    match datafusion_kendall::pace::runtime_builder().build() {
+        Ok(runtime) => runtime.block_on(run()),
+        Err(e) => {
+            eprintln!("datafusion-kendall: could not start the tokio runtime: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The shell: a cluster process, or statements from files, `-c` or the
+/// terminal.
+async fn run() -> ExitCode {
     let args = match args::parse_args(std::env::args_os()) {
         Ok(Parsed::Run(args)) => args,
         Ok(Parsed::Completions(shell)) => {

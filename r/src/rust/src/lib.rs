@@ -35,9 +35,8 @@ fn runtime() -> savvy::Result<&'static Runtime> {
     static RUNTIME: OnceLock<std::result::Result<Runtime, String>> = OnceLock::new();
     RUNTIME
         .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
+            datafusion_kendall::pace::runtime_builder()
                 .thread_name("datafusion-kendall-r")
-                .enable_all()
                 .build()
                 .map_err(|e| e.to_string())
         })
