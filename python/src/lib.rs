@@ -375,9 +375,16 @@ fn cross_listed_tau<'py>(
             taus
         })
     };
-    // Waits without the GIL, looking for Ctrl-C every 100 ms.
+    // Waits without the GIL, looking for Ctrl-C every 100 ms (the
+    // receiver, Send but not Sync, goes into the wait and comes back).
+    let mut finished = finished;
     loop {
-        match py.detach(|| finished.recv_timeout(std::time::Duration::from_millis(100))) {
+        let (back, waited) = py.detach(move || {
+            let waited = finished.recv_timeout(std::time::Duration::from_millis(100));
+            (finished, waited)
+        });
+        finished = back;
+        match waited {
             Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
             Err(RecvTimeoutError::Timeout) => {}
         }
