@@ -179,8 +179,14 @@ if args.mtx:
 
     os.makedirs(args.mtx, exist_ok=True)
     # As R's Matrix::writeMM writes them: features x cells, no cell names.
+    # RNA values with 17 significant digits (every float as it is), the
+    # binarised peaks as whole numbers ("1").
     for name, m, prefix, what in (("rna", rna, "g", "genes"), ("atac", atac, "p", "peaks")):
-        scipy.io.mmwrite(os.path.join(args.mtx, f"{name}.mtx"), m.T.tocoo(), precision=17)
+        path = os.path.join(args.mtx, f"{name}.mtx")
+        if name == "rna":
+            scipy.io.mmwrite(path, m.T.tocoo(), precision=17)
+        else:
+            scipy.io.mmwrite(path, m.T.tocoo(), field="integer")
         with open(os.path.join(args.mtx, f"{name}_{what}.txt"), "w") as f:
             f.write("".join(f"{prefix}{k}\n" for k in range(m.shape[1])))
     with open(os.path.join(args.mtx, "pairs.tsv"), "w") as f:

@@ -439,15 +439,16 @@ fn nth_entry_line(text: &[u8], n: usize) -> usize {
 }
 
 /// One entry line `raw`: its row and column (from 0, in range) and value,
-/// or what is wrong with it.
+/// or what is wrong with it. Words are found by a scan of the bytes (no
+/// iterator of splits), and a value written as a whole number of at most
+/// 15 digits (the 0/1 of a binarised matrix, raw counts) is converted
+/// directly: every such number is an exact f64, the one parsing its text
+/// gives.
 fn entry(raw: &[u8], header: &Header) -> std::result::Result<(u32, u32, f64), String> {
-    let line = || String::from_utf8_lossy(raw.trim_ascii());
-    let mut words = raw
-        .split(|b| b.is_ascii_whitespace())
-        .filter(|w| !w.is_empty());
+    let line = || String::from_utf8_lossy(raw.trim_ascii()).into_owned();
+    let mut rest = raw;
     let mut index = |what: &str, max: usize| -> std::result::Result<u32, String> {
-        let w = words.next().unwrap_or(b"");
-        match parse_index(w) {
+        match parse_index(next_word(&mut rest)) {
             Some(x) if (1..=max).contains(&x) => Ok((x - 1) as u32),
             Some(x) => Err(format!("{what} index {x} out of range 1..={max}")),
             None => Err(format!("expected 'row column value', got '{}'", line())),
@@ -458,19 +459,55 @@ fn entry(raw: &[u8], header: &Header) -> std::result::Result<(u32, u32, f64), St
     let value = if header.pattern {
         1.0
     } else {
-        let w = words.next().unwrap_or(b"");
-        std::str::from_utf8(w)
-            .ok()
-            .and_then(|w| w.parse::<f64>().ok())
-            .filter(|v| v.is_finite())
-            .ok_or_else(|| {
-                format!(
-                    "expected a number as the value, got '{}'",
-                    String::from_utf8_lossy(w)
-                )
-            })?
+        let w = next_word(&mut rest);
+        parse_value(w).ok_or_else(|| {
+            format!(
+                "expected a number as the value, got '{}'",
+                String::from_utf8_lossy(w)
+            )
+        })?
     };
     Ok((row, col, value))
+}
+
+/// The next whitespace-separated word of `rest` (empty at its end), which
+/// moves past it.
+#[inline]
+fn next_word<'a>(rest: &mut &'a [u8]) -> &'a [u8] {
+    let text = *rest;
+    let start = text
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(text.len());
+    let len = text[start..]
+        .iter()
+        .position(|b| b.is_ascii_whitespace())
+        .unwrap_or(text.len() - start);
+    *rest = &text[start + len..];
+    &text[start..start + len]
+}
+
+/// A finite value's text as its f64: a whole number of at most 15 digits
+/// (optionally signed) directly, any other text as Rust parses it; `None`
+/// when it is no number or not finite.
+#[inline]
+fn parse_value(w: &[u8]) -> Option<f64> {
+    let (negative, digits) = match w.first() {
+        Some(b'-') => (true, &w[1..]),
+        Some(b'+') => (false, &w[1..]),
+        _ => (false, w),
+    };
+    if !digits.is_empty() && digits.len() <= 15 && digits.iter().all(u8::is_ascii_digit) {
+        let x = digits
+            .iter()
+            .fold(0u64, |x, &b| x * 10 + u64::from(b - b'0')) as f64;
+        return Some(if negative { -x } else { x });
+    }
+    std::str::from_utf8(w)
+        .ok()?
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite())
 }
 
 /// A decimal index (digits only), `None` when it is not one or overflows.
@@ -527,6 +564,46 @@ mod tests {
     /// Case: blocks of any size (one line each, a few lines, the whole
     /// file) give the same entries in file order, and an error's line
     /// number is the file's, whichever block it falls in.
+    /// Case: a value's shortcut for whole numbers gives the bits Rust's
+    /// parser gives, for whole numbers up to 15 digits and past them,
+    /// signed and zero-padded ones and every other form of number; what is
+    /// no finite number is refused.
+    #[test]
+    fn values_parse_as_rust_parses_them() {
+        let mut texts: Vec<String> = [
+            "0", "1", "-1", "+7", "-0", "007", "42", "999999999999999", "1000000000000000",
+            "9007199254740993", "123456789012345678901", "1.5", "-2.25e-3", "1e300", ".5",
+            "5.", "1E5", "0.1", "3.141592653589793", "1.0000000000000000e+00",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for digits in 1..=18 {
+            for _ in 0..50 {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let n = x % 10u64.pow(digits.min(19));
+                texts.push(n.to_string());
+                texts.push(format!("-{n}"));
+            }
+        }
+        for t in &texts {
+            let want: f64 = t.parse().unwrap();
+            let got = parse_value(t.as_bytes()).unwrap();
+            assert_eq!(got.to_bits(), want.to_bits(), "{t}");
+        }
+        for bad in ["", "-", "+", "abc", "1x", "inf", "NaN", "1e999", "--1", "1 2"] {
+            assert_eq!(parse_value(bad.as_bytes()), None, "{bad}");
+        }
+        let mut rest: &[u8] = b"  12\t 7   -3.5 ";
+        assert_eq!(next_word(&mut rest), b"12");
+        assert_eq!(next_word(&mut rest), b"7");
+        assert_eq!(next_word(&mut rest), b"-3.5");
+        assert_eq!(next_word(&mut rest), b"");
+    }
+
     #[test]
     fn blocks_of_any_size_give_the_same_entries_and_lines() {
         let dir = tempfile::tempdir().unwrap();
