@@ -16,21 +16,7 @@ use datafusion::prelude::SessionContext;
 use datafusion_kendall::exec::cross_listed_tau;
 use datafusion_kendall::{KendallOptions, SparseTable};
 
-use crate::common::{batch, ctx, run};
-
-/// A deterministic generator (splitmix64) of values in `0..levels`.
-fn draws(seed: u64, n: usize, levels: u64) -> Vec<f64> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            ((z ^ (z >> 31)) % levels) as f64
-        })
-        .collect()
-}
+use crate::common::{batch, ctx, draws, run};
 
 /// Features (`prefix0`, ...) over `cells` cells (`c0`, ...) as a sparse
 /// table of their non-zero values (scipy's CSC form of cells x features).

@@ -13,7 +13,7 @@ use datafusion::arrow::datatypes::Float64Type;
 use datafusion::datasource::MemTable;
 use datafusion::prelude::SessionContext;
 
-use crate::common::{self, ctx, run, sorted_bits};
+use crate::common::{self, ctx, draws, run, sorted_bits};
 
 const LEFT: &str = "tests/data/cross_left.csv";
 const RIGHT: &str = "tests/data/cross_right.csv";
@@ -345,20 +345,6 @@ fn register_features(ctx: &SessionContext, name: &str, prefix: &str, values: &[V
     );
     let table = MemTable::try_new(batch.schema(), vec![vec![batch]]).unwrap();
     ctx.register_table(name, Arc::new(table)).unwrap();
-}
-
-/// A deterministic generator (splitmix64) of values in `0..levels`.
-fn draws(seed: u64, n: usize, levels: u64) -> Vec<f64> {
-    let mut s = seed;
-    (0..n)
-        .map(|_| {
-            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = s;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            ((z ^ (z >> 31)) % levels) as f64
-        })
-        .collect()
 }
 
 #[tokio::test]
