@@ -87,7 +87,7 @@ def _batch_kendall_tau(
             pa.array(gene_pos.astype(np.uint32, copy=False)),
             pa.array(peak_pos.astype(np.uint32, copy=False)),
             "b",
-            _cores(),
+            None,
         )
         return np.frombuffer(taus, dtype=np.float64)
     # A stored NaN (missing) value: the query, which reads its triples
@@ -116,16 +116,6 @@ def _batch_kendall_tau(
         hit = keys[found] == wanted
         tau[hit] = values[found[hit]]
     return tau
-
-
-def _cores() -> int:
-    """The cores this process may run on (DataFusion's default partitions)."""
-    import os
-
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not on Linux
-        return os.cpu_count() or 1
 
 
 def _used(indices: Any, size: int):

@@ -325,7 +325,7 @@ fn write_graphml(
 /// query: a `bytearray` of native-endian float64 values aligned with the
 /// pairs (NaN where tau is undefined), for `numpy.frombuffer`. `first` and
 /// `second` are Arrow uint32 arrays of positions; `variant` is `'a'`, `'b'`
-/// or `'c'`; one thread per partition. Ctrl-C stops it within 100 ms
+/// or `'c'`; one thread per partition (None: one per core). Ctrl-C stops it within 100 ms
 /// (KeyboardInterrupt). See the Rust crate's `exec::cross_listed_tau`.
 #[pyfunction]
 fn cross_listed_tau<'py>(
@@ -335,7 +335,7 @@ fn cross_listed_tau<'py>(
     first: Bound<'py, PyAny>,
     second: Bound<'py, PyAny>,
     variant: &str,
-    partitions: usize,
+    partitions: Option<usize>,
 ) -> PyResult<Bound<'py, pyo3::types::PyByteArray>> {
     use datafusion::arrow::array::{Array, UInt32Array};
     use datafusion::common::config::ConfigField;

@@ -34,7 +34,8 @@ use crate::work::MAX_BLOCK_PAIRS;
 /// Kendall's tau of the listed pairs `(x feature first[k], y feature
 /// second[k])`, as `kendall_candidate_pairs` computes them over `x`'s and
 /// `y`'s shared samples (matched by id), under `options` (the variant, the
-/// kernel, `min_periods`), on `partitions` threads: `tau[k]` for pair `k`,
+/// kernel, `min_periods`), on `partitions` threads (`None`: one per core, as
+/// a query's default): `tau[k]` for pair `k`,
 /// NaN where it is undefined (a constant feature, too few samples). A pair
 /// listed twice is computed once.
 ///
@@ -46,7 +47,7 @@ pub fn cross_listed_tau(
     y: &SparseTable,
     (first, second): (&[u32], &[u32]),
     options: &KendallOptions,
-    partitions: usize,
+    partitions: Option<usize>,
     stop: &AtomicBool,
 ) -> Result<Vec<f64>> {
     if first.len() != second.len() {
@@ -78,7 +79,9 @@ pub fn cross_listed_tau(
         propagate: false,
     };
     let mut config = ScanConfig::of_options(CANDIDATE_PAIRS, options, None, None)?;
-    config.partitions = partitions.max(1);
+    config.partitions = partitions
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
     let prepared = prepare_loaded(matrix, &shared, &config, (false, false), &memory)?;
     let distinct = compute(&prepared, &config, stop)?;
     Ok(match slots {

@@ -139,9 +139,15 @@ async fn listed_pairs_without_a_query_are_the_querys_taus() {
         assert_eq!(expected.len(), rna.len() * atac.len(), "kernel {kernel}");
         for threads in 1..=3 {
             let stop = AtomicBool::new(false);
-            let taus =
-                cross_listed_tau(&x, &y, (&first, &second), &options(kernel), threads, &stop)
-                    .unwrap();
+            let taus = cross_listed_tau(
+                &x,
+                &y,
+                (&first, &second),
+                &options(kernel),
+                Some(threads),
+                &stop,
+            )
+            .unwrap();
             assert_eq!(taus.len(), first.len());
             for (k, tau) in taus.iter().enumerate() {
                 let key = (format!("g{}", first[k]), format!("p{}", second[k]));
@@ -172,8 +178,9 @@ fn ordered_empty_and_single_lists() {
     let (first, second): (Vec<u32>, Vec<u32>) = (0..rna.len() as u32)
         .flat_map(|g| (0..atac.len() as u32).map(move |p| (g, p)))
         .unzip();
-    let all = cross_listed_tau(&x, &y, (&first, &second), &options("auto"), 2, &stop).unwrap();
-    let none = cross_listed_tau(&x, &y, (&[], &[]), &options("auto"), 2, &stop).unwrap();
+    let all =
+        cross_listed_tau(&x, &y, (&first, &second), &options("auto"), Some(2), &stop).unwrap();
+    let none = cross_listed_tau(&x, &y, (&[], &[]), &options("auto"), Some(2), &stop).unwrap();
     assert!(none.is_empty());
     let k = 23;
     let one = cross_listed_tau(
@@ -181,7 +188,7 @@ fn ordered_empty_and_single_lists() {
         &y,
         (&first[k..=k], &second[k..=k]),
         &options("auto"),
-        3,
+        None,
         &stop,
     )
     .unwrap();
@@ -197,7 +204,7 @@ fn bad_lists_and_a_stop_are_errors() {
     let (x, y) = (table("g", &rna), table("p", &atac));
     let stop = AtomicBool::new(false);
     let error = |first: &[u32], second: &[u32], stop: &AtomicBool| {
-        cross_listed_tau(&x, &y, (first, second), &options("auto"), 2, stop)
+        cross_listed_tau(&x, &y, (first, second), &options("auto"), Some(2), stop)
             .unwrap_err()
             .to_string()
     };
