@@ -145,11 +145,17 @@ pub fn try_filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> 
 }
 
 /// An empty vector with room for `capacity` elements, allocated fallibly
-/// (see [`try_filled`]).
+/// (see [`try_filled`]); from `HUGE_PAGES_FROM` bytes on, with huge pages
+/// asked for (as [`try_zeroed`]), so that filling it takes one page fault
+/// per 2 MiB instead of one per 4 KiB.
 pub fn try_with_capacity<T>(capacity: usize, what: &str) -> Result<Vec<T>> {
-    let mut v = Vec::new();
+    let mut v: Vec<T> = Vec::new();
     v.try_reserve_exact(capacity)
         .map_err(|e| refused::<T>(what, capacity, e))?;
+    let bytes = capacity * size_of::<T>();
+    if bytes >= HUGE_PAGES_FROM {
+        advise_huge_pages(v.as_mut_ptr().cast(), bytes);
+    }
     Ok(v)
 }
 
@@ -180,10 +186,6 @@ where
         return internal_err!("the parts of the {what} do not cover it in order");
     }
     let mut v: Vec<T> = try_with_capacity(len, what)?;
-    let bytes = len * size_of::<T>();
-    if bytes >= HUGE_PAGES_FROM {
-        advise_huge_pages(v.as_mut_ptr().cast(), bytes);
-    }
     let slots = &mut v.spare_capacity_mut()[..len];
     let whole = split_mut(slots, ranges)
         .into_par_iter()

@@ -16,7 +16,10 @@ use datafusion::common::internal_err;
 use datafusion::error::Result;
 
 use super::values::Exact;
-use crate::memory::{Reservation, try_filled, try_with_capacity};
+use rayon::prelude::*;
+
+use crate::memory::{Reservation, try_filled, try_with_capacity, try_zeroed};
+use crate::sort::split_mut;
 
 /// Up to this share of non-zero values a long input with absent zeros is
 /// kept sparse; above it, dense (a dense row takes 8 bytes a value, an
@@ -361,13 +364,16 @@ impl SparseValues {
     /// [`SparseValues::from_triples`], explicit zeros kept or dropped as
     /// `zeros` says: a stable counting sort by gene straight into the
     /// entries (12 bytes each, 14 with residuals), then each gene checked
-    /// for a sample given twice and its zeros dropped in place. Rows in
-    /// sample order (a 10x file, cell by cell) or in (gene, sample) order
-    /// come out in sample order within each gene; rows in any other order
-    /// are first put in sample order by a counting sort of their numbers
-    /// (4 bytes each, the only other memory of the rows' size).
-    /// O(rows + genes + samples). On return `reservation` holds
-    /// [`SparseValues::heap_bytes`].
+    /// for a sample given twice and its zeros dropped. Rows in sample order
+    /// (a 10x or MatrixMarket file, cell by cell) or in (gene, sample)
+    /// order come out in sample order within each gene; rows in any other
+    /// order are first put in sample order by a counting sort of their
+    /// numbers (4 bytes each, the only other memory of the rows' size).
+    /// O(rows + genes + samples), on rayon's threads: the rows are counted
+    /// by gene in chunks, then each thread takes a range of genes of about
+    /// equal entries, reads every row and writes its genes' own part of the
+    /// entries (fresh memory, first touched there), and checks it. On
+    /// return `reservation` holds [`SparseValues::heap_bytes`].
     pub(crate) fn group(
         (genes, samples): (usize, usize),
         cells: &[(u32, u32)],
@@ -382,48 +388,41 @@ impl SparseValues {
                 .all(|&(g, s)| (g as usize) < genes && (s as usize) < samples)
         );
         let len = cells.len();
-        let exact = residuals.iter().all(|&r| r == 0);
+        let exact = residuals.par_iter().all(|&r| r == 0);
+        let parts = rayon::current_num_threads().clamp(1, genes.max(1));
+        // The entries, `start`, and each thread's counts by gene (and its
+        // genes' next free slots).
         reservation.try_grow(
-            Self::bytes_for(genes, len, exact).saturating_add(genes * size_of::<usize>()),
+            Self::bytes_for(genes, len, exact)
+                .saturating_add((parts + 1).saturating_mul((genes + 1) * size_of::<usize>())),
         )?;
-        let mut start = try_filled(genes + 1, 0usize, "non-zero values")?;
-        for &(g, _) in cells {
-            start[g as usize + 1] += 1;
-        }
-        for g in 0..genes {
-            start[g + 1] += start[g];
-        }
-        let mut by_gene = ByGene {
-            cells: try_filled(len, 0u32, "non-zero values")?,
-            values: try_filled(len, 0f64, "non-zero values")?,
-            residuals: if exact {
-                Vec::new()
-            } else {
-                try_filled(len, 0i16, "non-zero values")?
-            },
-        };
-        let in_sample_order = cells.is_sorted_by_key(|&(_, s)| s) || cells.is_sorted();
+        let mut start = gene_starts(genes, cells);
+        let in_sample_order = cells.par_windows(2).all(|w| w[0].1 <= w[1].1)
+            || cells.par_windows(2).all(|w| w[0] <= w[1]);
         let by_sample = if in_sample_order {
             None
         } else {
             reservation.try_grow(len * size_of::<u32>() + (samples + 1) * size_of::<usize>())?;
             Some(in_sample_order_numbers(samples, cells)?)
         };
-        let mut next = start.clone();
-        let mut put = |k: usize| {
-            let (g, s) = cells[k];
-            let at = &mut next[g as usize];
-            by_gene.set(*at, (s, values[k], residuals.get(k).copied().unwrap_or(0)));
-            *at += 1;
+        let bounds = balanced_bounds(&start, parts);
+        let rows = Rows {
+            cells,
+            values,
+            residuals: if exact { &[] } else { residuals },
+            order: by_sample.as_deref(),
         };
-        match &by_sample {
-            None => (0..len).for_each(&mut put),
-            Some(order) => order.iter().for_each(|&k| put(k as usize)),
-        }
-        drop((next, by_sample));
-        let stored_zeros = match by_gene.compact(&mut start, zeros) {
-            Ok(stored_zeros) => stored_zeros,
+        let mut by_gene = rows.scatter(&start, &bounds)?;
+        drop(by_sample);
+        let stored_zeros = match by_gene.check(&start, &bounds) {
             Err(gene) => return Ok(Err(RepeatedSample { gene })),
+            Ok(0) => 0,
+            Ok(found) if zeros == Zeros::Keep => found,
+            // Zeros to drop: the entries after them move up.
+            Ok(_) => match by_gene.compact(&mut start, zeros) {
+                Ok(kept) => kept,
+                Err(gene) => return Ok(Err(RepeatedSample { gene })),
+            },
         };
         let ByGene {
             mut cells,
@@ -608,6 +607,119 @@ fn in_sample_order_numbers(samples: usize, cells: &[(u32, u32)]) -> Result<Vec<u
     Ok(order)
 }
 
+/// Where each gene's entries start (`start[g]..start[g + 1]` gene `g`'s,
+/// `genes + 1` offsets) among rows `cells` grouped by gene: the rows
+/// counted by gene in chunks on rayon's threads, the counts summed.
+fn gene_starts(genes: usize, cells: &[(u32, u32)]) -> Vec<usize> {
+    let zeros = || vec![0usize; genes + 1];
+    let mut start = cells
+        .par_chunks(1 << 20)
+        .fold(zeros, |mut counts, chunk| {
+            for &(g, _) in chunk {
+                counts[g as usize + 1] += 1;
+            }
+            counts
+        })
+        .reduce(zeros, |mut a, b| {
+            a.iter_mut().zip(&b).for_each(|(x, y)| *x += y);
+            a
+        });
+    for g in 0..genes {
+        start[g + 1] += start[g];
+    }
+    start
+}
+
+/// Genes `0..genes` (`start`, as [`gene_starts`] gives it) cut into `parts`
+/// consecutive ranges of about equal entries: range `k` is
+/// `bounds[k]..bounds[k + 1]`, from 0 to `genes`.
+fn balanced_bounds(start: &[usize], parts: usize) -> Vec<usize> {
+    let genes = start.len() - 1;
+    let total = start[genes].max(1);
+    let mut bounds = vec![0usize];
+    for t in 1..parts {
+        let target = total * t / parts;
+        let at = start.partition_point(|&s| s < target).min(genes);
+        bounds.push(at.max(bounds[t - 1]));
+    }
+    bounds.push(genes);
+    bounds
+}
+
+/// The rows [`SparseValues::group`] groups: `(gene, sample)` numbers, values
+/// and residuals (empty when every value is exact), read in sample order
+/// (`order`, when they are not in it already).
+struct Rows<'a> {
+    cells: &'a [(u32, u32)],
+    values: &'a [f64],
+    residuals: &'a [i16],
+    order: Option<&'a [u32]>,
+}
+
+impl Rows<'_> {
+    /// The rows grouped by gene (`start`), each gene's in sample order: on
+    /// rayon's threads, thread `k` taking genes `bounds[k]..bounds[k + 1]`,
+    /// reading every row and writing its genes' entries, a range of the
+    /// arrays no other thread writes. The arrays are fresh zeroed memory
+    /// (no pass writes the zeros): their pages are first touched here.
+    fn scatter(&self, start: &[usize], bounds: &[usize]) -> Result<ByGene> {
+        let len = self.cells.len();
+        let exact = self.residuals.is_empty();
+        let mut by_gene = ByGene {
+            cells: try_zeroed(len, "non-zero values")?,
+            values: try_zeroed(len, "non-zero values")?,
+            residuals: if exact {
+                Vec::new()
+            } else {
+                try_zeroed(len, "non-zero values")?
+            },
+        };
+        let ranges = entry_ranges(start, bounds);
+        let residuals: Vec<&mut [i16]> = if exact {
+            ranges.iter().map(|_| <&mut [i16]>::default()).collect()
+        } else {
+            split_mut(&mut by_gene.residuals, &ranges)
+        };
+        split_mut(&mut by_gene.cells, &ranges)
+            .into_par_iter()
+            .zip(split_mut(&mut by_gene.values, &ranges))
+            .zip(residuals)
+            .zip(bounds.par_windows(2))
+            .for_each(|(((cells, values), residuals), w)| {
+                let (first, end) = (w[0], w[1]);
+                let base = start[first];
+                let mut next: Vec<usize> = start[first..end].iter().map(|&s| s - base).collect();
+                let mut put = |k: usize| {
+                    let (g, s) = self.cells[k];
+                    let g = g as usize;
+                    if (first..end).contains(&g) {
+                        let at = &mut next[g - first];
+                        cells[*at] = s;
+                        values[*at] = self.values[k];
+                        if !exact {
+                            residuals[*at] = self.residuals.get(k).copied().unwrap_or(0);
+                        }
+                        *at += 1;
+                    }
+                };
+                match self.order {
+                    None => (0..len).for_each(&mut put),
+                    Some(order) => order.iter().for_each(|&k| put(k as usize)),
+                }
+            });
+        Ok(by_gene)
+    }
+}
+
+/// The entries of each range of genes `bounds` (as [`balanced_bounds`]
+/// gives them).
+fn entry_ranges(start: &[usize], bounds: &[usize]) -> Vec<Range<usize>> {
+    bounds
+        .windows(2)
+        .map(|w| start[w[0]]..start[w[1]])
+        .collect()
+}
+
 /// Entries grouped by gene, as [`SparseValues::group`] builds them.
 struct ByGene {
     cells: Vec<u32>,
@@ -630,6 +742,38 @@ impl ByGene {
     fn get(&self, k: usize) -> (u32, f64, i16) {
         let residual = self.residuals.get(k).copied().unwrap_or(0);
         (self.cells[k], self.values[k], residual)
+    }
+
+    /// Each gene's entries (gene `g`'s are `start[g]..start[g + 1]`, in
+    /// sample order) checked for a sample given twice, on rayon's threads
+    /// (a range of genes `bounds` each): the number of zero values, or
+    /// `Err(g)` for the first gene `g` with a sample given twice.
+    fn check(&self, start: &[usize], bounds: &[usize]) -> Result<usize, u32> {
+        bounds
+            .par_windows(2)
+            .map(|w| {
+                let mut zeros = 0;
+                for g in w[0]..w[1] {
+                    let range = start[g]..start[g + 1];
+                    let cells = &self.cells[range.clone()];
+                    debug_assert!(cells.is_sorted());
+                    if cells.windows(2).any(|p| p[0] == p[1]) {
+                        return Err(g as u32);
+                    }
+                    zeros += range
+                        .filter(|&k| self.values[k] == 0.0 && self.residual(k) == 0)
+                        .count();
+                }
+                Ok(zeros)
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .sum()
+    }
+
+    #[inline]
+    fn residual(&self, k: usize) -> i16 {
+        self.residuals.get(k).copied().unwrap_or(0)
     }
 
     /// Each gene's entries (gene `g`'s are `start[g]..start[g + 1]`, in
@@ -815,6 +959,115 @@ mod tests {
         assert_eq!((m.stored_zeros(), m.start()), (0, &[0, 1, 2][..]));
         assert_eq!(row(&m, 0), (vec![0], vec![1.0]));
         assert!(r.size() >= m.heap_bytes());
+    }
+
+    /// Grouping on any number of threads (each a range of genes) gives
+    /// what a stable sort of the rows by gene gives, for rows in any order,
+    /// in sample order and in (gene, sample) order, with zeros kept or
+    /// dropped and with residuals; of two genes with a sample given twice,
+    /// the first is named.
+    #[test]
+    fn grouping_on_threads_equals_a_stable_sort_by_gene() {
+        let mut rng = crate::test_rng::XorShift::new(0x9e37_79b9_7f4a_7c15);
+        let (genes, samples) = (23usize, 50usize);
+        let mut rows: Vec<(u32, u32, f64, i16)> = Vec::new();
+        for g in 0..genes as u32 {
+            for s in 0..samples as u32 {
+                // Gene 5 has no rows; genes 0-3 many, the others few.
+                if g == 5 || rng.below(if g < 4 { 2 } else { 6 }) != 0 {
+                    continue;
+                }
+                let x = if rng.below(5) == 0 {
+                    0.0
+                } else {
+                    rng.below(9) as f64 - 4.0
+                };
+                rows.push((g, s, x, rng.below(3) as i16 - 1));
+            }
+        }
+        // (gene, sample) order, sample order, and shuffled.
+        let by_gene = rows.clone();
+        let mut by_sample = rows.clone();
+        by_sample.sort_by_key(|&(g, s, _, _)| (s, g));
+        let mut shuffled = rows.clone();
+        for k in (1..shuffled.len()).rev() {
+            shuffled.swap(k, rng.below(k as u64 + 1) as usize);
+        }
+        for order in [by_gene, by_sample, shuffled] {
+            let cells: Vec<(u32, u32)> = order.iter().map(|&(g, s, _, _)| (g, s)).collect();
+            let values: Vec<f64> = order.iter().map(|r| r.2).collect();
+            let residuals: Vec<i16> = order.iter().map(|r| r.3).collect();
+            for (zeros, res) in [
+                (Zeros::Drop, &[][..]),
+                (Zeros::Keep, &[][..]),
+                (Zeros::Drop, &residuals[..]),
+            ] {
+                // What a stable sort by (gene, sample) gives.
+                let mut expected: Vec<(u32, u32, f64, i16)> = order
+                    .iter()
+                    .map(|&(g, s, x, r)| (g, s, x, if res.is_empty() { 0 } else { r }))
+                    .filter(|&(_, _, x, r)| zeros == Zeros::Keep || x != 0.0 || r != 0)
+                    .collect();
+                expected.sort_by_key(|&(g, s, _, _)| (g, s));
+                for threads in [1, 2, 3, 7] {
+                    let pool = rayon::ThreadPoolBuilder::new()
+                        .num_threads(threads)
+                        .build()
+                        .unwrap();
+                    let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
+                    let m = pool
+                        .install(|| {
+                            SparseValues::group(
+                                (genes, samples),
+                                &cells,
+                                &values,
+                                res,
+                                zeros,
+                                &mut r,
+                            )
+                        })
+                        .unwrap()
+                        .unwrap();
+                    let mut got = Vec::new();
+                    for g in 0..genes {
+                        let gene = m.gene(g);
+                        for q in 0..gene.len() {
+                            let x = gene.exact(q);
+                            got.push((g as u32, gene.cells[q], x.value, x.residual));
+                        }
+                    }
+                    assert_eq!(
+                        got,
+                        expected,
+                        "{zeros:?}, residuals {}, {threads} threads",
+                        !res.is_empty()
+                    );
+                    let kept_zeros = expected
+                        .iter()
+                        .filter(|&&(_, _, x, r)| x == 0.0 && r == 0)
+                        .count();
+                    assert_eq!(m.stored_zeros(), kept_zeros);
+                    assert_eq!(r.size(), m.heap_bytes());
+                }
+            }
+        }
+        // Genes 3 and 17 each have a sample twice: gene 3 is named, however
+        // the genes are shared among threads.
+        let cells = [(17, 4), (3, 1), (17, 4), (9, 0), (3, 1), (20, 2)];
+        for threads in [1, 2, 3, 7] {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap();
+            let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
+            let twice = pool
+                .install(|| SparseValues::from_triples((23, 5), &cells, &[1.0; 6], &[], &mut r));
+            assert_eq!(
+                twice.unwrap().err(),
+                Some(RepeatedSample { gene: 3 }),
+                "{threads} threads"
+            );
+        }
     }
 
     /// Zeros kept (a table's stored entries): in sample order with the
