@@ -961,6 +961,14 @@ mod tests {
         assert!(r.size() >= m.heap_bytes());
     }
 
+    /// A rayon pool of `threads` threads.
+    fn on_threads(threads: usize) -> rayon::ThreadPool {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+    }
+
     /// Grouping on any number of threads (each a range of genes) gives
     /// what a stable sort of the rows by gene gives, for rows in any order,
     /// in sample order and in (gene, sample) order, with zeros kept or
@@ -1010,12 +1018,8 @@ mod tests {
                     .collect();
                 expected.sort_by_key(|&(g, s, _, _)| (g, s));
                 for threads in [1, 2, 3, 7] {
-                    let pool = rayon::ThreadPoolBuilder::new()
-                        .num_threads(threads)
-                        .build()
-                        .unwrap();
                     let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
-                    let m = pool
+                    let m = on_threads(threads)
                         .install(|| {
                             SparseValues::group(
                                 (genes, samples),
@@ -1055,12 +1059,8 @@ mod tests {
         // the genes are shared among threads.
         let cells = [(17, 4), (3, 1), (17, 4), (9, 0), (3, 1), (20, 2)];
         for threads in [1, 2, 3, 7] {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .unwrap();
             let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
-            let twice = pool
+            let twice = on_threads(threads)
                 .install(|| SparseValues::from_triples((23, 5), &cells, &[1.0; 6], &[], &mut r));
             assert_eq!(
                 twice.unwrap().err(),
