@@ -107,6 +107,30 @@ pub(crate) fn split_mut<'a, T>(mut data: &'a mut [T], ranges: &[Range<usize>]) -
     parts
 }
 
+/// Genes `0..genes` cut into `parts` (at most `genes`, at least 1)
+/// consecutive ranges of about equal entries, gene `g`'s entries being
+/// `start[g]..start[g + 1]` (`start` ascending from 0, `genes + 1` long):
+/// range `k` is `bounds[k]..bounds[k + 1]`, from 0 to `genes`. How work on
+/// entries grouped by gene is shared among rayon's threads.
+pub(crate) fn balanced_bounds<T>(start: &[T], parts: usize) -> Vec<usize>
+where
+    T: Copy + PartialOrd + TryFrom<usize> + TryInto<usize>,
+{
+    let genes = start.len().saturating_sub(1);
+    let parts = parts.clamp(1, genes.max(1));
+    let total = start.last().and_then(|&s| s.try_into().ok()).unwrap_or(0);
+    let total = total.max(1);
+    let mut bounds = vec![0usize];
+    for t in 1..parts {
+        let at = T::try_from(total * t / parts)
+            .map_or(genes, |target| start.partition_point(|&s| s < target))
+            .min(genes);
+        bounds.push(at.max(bounds[t - 1]));
+    }
+    bounds.push(genes);
+    bounds
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

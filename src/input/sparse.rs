@@ -19,7 +19,7 @@ use super::values::Exact;
 use rayon::prelude::*;
 
 use crate::memory::{Reservation, try_filled, try_with_capacity, try_zeroed};
-use crate::sort::split_mut;
+use crate::sort::{balanced_bounds, split_mut};
 
 /// Up to this share of non-zero values a long input with absent zeros is
 /// kept sparse; above it, dense (a dense row takes 8 bytes a value, an
@@ -630,22 +630,6 @@ fn gene_starts(genes: usize, cells: &[(u32, u32)]) -> Vec<usize> {
     start
 }
 
-/// Genes `0..genes` (`start`, as [`gene_starts`] gives it) cut into `parts`
-/// consecutive ranges of about equal entries: range `k` is
-/// `bounds[k]..bounds[k + 1]`, from 0 to `genes`.
-fn balanced_bounds(start: &[usize], parts: usize) -> Vec<usize> {
-    let genes = start.len() - 1;
-    let total = start[genes].max(1);
-    let mut bounds = vec![0usize];
-    for t in 1..parts {
-        let target = total * t / parts;
-        let at = start.partition_point(|&s| s < target).min(genes);
-        bounds.push(at.max(bounds[t - 1]));
-    }
-    bounds.push(genes);
-    bounds
-}
-
 /// The rows [`SparseValues::group`] groups: `(gene, sample)` numbers, values
 /// and residuals (empty when every value is exact), read in sample order
 /// (`order`, when they are not in it already).
@@ -711,8 +695,8 @@ impl Rows<'_> {
     }
 }
 
-/// The entries of each range of genes `bounds` (as [`balanced_bounds`]
-/// gives them).
+/// The entries of each range of genes `bounds` (as
+/// [`balanced_bounds`](crate::sort::balanced_bounds) gives them).
 fn entry_ranges(start: &[usize], bounds: &[usize]) -> Vec<Range<usize>> {
     bounds
         .windows(2)

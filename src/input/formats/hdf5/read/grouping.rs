@@ -14,7 +14,7 @@ use rayon::prelude::*;
 use super::{Element, Floats, H5, Ints, wide_floats, wide_ints};
 use crate::input::sparse_table::ascending_within;
 use crate::memory::{Reservation, try_filled, try_with_capacity, try_zeroed};
-use crate::sort::split_mut;
+use crate::sort::{balanced_bounds, split_mut};
 
 /// Gene-grouped arrays: offsets, cell indices, values.
 type Grouped = (Vec<i64>, Vec<i32>, Vec<f64>);
@@ -61,19 +61,7 @@ fn regroup<I: Copy + Into<i64> + Sync, V: Copy + Into<f64> + Sync>(
     let mut cells = try_zeroed::<i32>(indices.len(), "HDF5 matrix indices")?;
     let mut out = try_zeroed::<f64>(indices.len(), "HDF5 matrix values")?;
     // Ranges of genes of about equal entries, one per thread.
-    let parts = rayon::current_num_threads().clamp(1, genes.max(1));
-    let total = indices.len().max(1);
-    let mut bounds = vec![0usize];
-    for t in 1..parts {
-        let target = (total * t / parts) as i64;
-        bounds.push(
-            start
-                .partition_point(|&s| s < target)
-                .min(genes)
-                .max(bounds[t - 1]),
-        );
-    }
-    bounds.push(genes);
+    let bounds = balanced_bounds(&start, rayon::current_num_threads());
     let entry_ranges: Vec<Range<usize>> = bounds
         .windows(2)
         .map(|w| start[w[0]] as usize..start[w[1]] as usize)
