@@ -48,6 +48,8 @@ pub(super) struct StreamMetrics {
     emit_time: Time,
     /// Pairs whose count the kernel stopped early under a filter's bound.
     early_exit_pairs: Count,
+    /// Of those, pairs stopped before their first word was counted.
+    early_exit_before_count: Count,
     /// Bit-plane words those pairs counted, of the words of their planes.
     early_exit_words: RatioMetrics,
     /// Pairs the filter rejected from `S` and per-gene factors, without
@@ -64,6 +66,8 @@ impl StreamMetrics {
             pair_rows_time: MetricBuilder::new(set).subset_time("pair_rows_time", partition),
             emit_time: MetricBuilder::new(set).subset_time("emit_time", partition),
             early_exit_pairs: MetricBuilder::new(set).counter("early_exit_pairs", partition),
+            early_exit_before_count: MetricBuilder::new(set)
+                .counter("early_exit_before_count", partition),
             early_exit_words: MetricBuilder::new(set)
                 .ratio_metrics("early_exit_word_share", partition)
                 .with_display_raw_values(true),
@@ -512,6 +516,7 @@ impl PairStream {
         let exits = self.kernel.take_exits();
         if exits.pairs > 0 {
             self.metrics.early_exit_pairs.add(exits.pairs);
+            self.metrics.early_exit_before_count.add(exits.before_count);
             self.metrics.early_exit_words.add_part(exits.words_counted);
             self.metrics.early_exit_words.add_total(exits.words_total);
         }

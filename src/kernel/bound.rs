@@ -401,6 +401,9 @@ impl PairRange {
 pub struct ExitCounts {
     /// Pairs dropped before their count ended.
     pub pairs: usize,
+    /// Of those, the pairs dropped before their first word was counted
+    /// (by the rank scores' interval, `super::score_bound`, or by ties).
+    pub before_count: usize,
     /// Bit-plane words counted for the stopped pairs of the bit-plane kernel.
     pub words_counted: usize,
     /// Words a full count of those pairs reads.
@@ -411,6 +414,7 @@ impl ExitCounts {
     /// Adds `other`.
     pub fn add(&mut self, other: ExitCounts) {
         self.pairs += other.pairs;
+        self.before_count += other.before_count;
         self.words_counted += other.words_counted;
         self.words_total += other.words_total;
     }

@@ -19,6 +19,7 @@ pub mod decision;
 pub mod gse;
 pub mod isa;
 pub mod naive;
+pub mod score_bound;
 pub mod vse;
 pub mod zero;
 

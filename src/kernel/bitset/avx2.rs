@@ -16,6 +16,7 @@ pub(super) const OPS: super::Ops = super::Ops {
     xor_pop4,
     disc_pop4,
     s_pop4,
+    score_dot4,
 };
 
 /// Planes of at least this many 256-bit vectors take the Harley–Seal path;
@@ -363,4 +364,48 @@ pub unsafe fn s_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -
         w += 4;
     }
     acc.map(|t| 64 * words as i64 - reduce(t) as i64)
+}
+
+/// [`score_bound::dot4`](crate::kernel::score_bound::dot4) with
+/// `vpmaddwd`, 16 scores a register: each `i32` lane adds 32 products per
+/// chunk of [`CHUNK`](crate::kernel::score_bound::CHUNK) scores (below
+/// 2^27 for rank scores), and the chunks add up in `i64`. A tail shorter
+/// than a register (none for padded scores) takes the portable loop.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn score_dot4(a: [&[i16]; 4], b: &[i16]) -> [i64; 4] {
+    use crate::kernel::score_bound::{CHUNK, dot4};
+    let a = a.map(|r| &r[..b.len()]);
+    let whole = b.len() / 16 * 16;
+    let mut total = [0i64; 4];
+    let mut start = 0;
+    while start < whole {
+        let end = (start + CHUNK).min(whole);
+        let mut acc = [_mm256_setzero_si256(); 4];
+        let mut p = start;
+        while p < end {
+            // SAFETY: p + 16 <= whole <= b.len() = a[k].len(); unaligned loads.
+            let bv = unsafe { _mm256_loadu_si256(b.as_ptr().add(p).cast()) };
+            for k in 0..4 {
+                // SAFETY: as above.
+                let av = unsafe { _mm256_loadu_si256(a[k].as_ptr().add(p).cast()) };
+                acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(av, bv));
+            }
+            p += 16;
+        }
+        for k in 0..4 {
+            let mut lanes = [0i32; 8];
+            // SAFETY: `lanes` holds 8 i32; unaligned store.
+            unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), acc[k]) };
+            total[k] += lanes.iter().map(|&x| i64::from(x)).sum::<i64>();
+        }
+        start = end;
+    }
+    if whole < b.len() {
+        let tail = dot4(a.map(|r| &r[whole..]), &b[whole..]);
+        (0..4).for_each(|k| total[k] += tail[k]);
+    }
+    total
 }

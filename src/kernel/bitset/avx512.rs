@@ -10,6 +10,9 @@ pub(super) const OPS: super::Ops = super::Ops {
     xor_pop4,
     disc_pop4,
     s_pop4,
+    // Every AVX-512 CPU this kernel runs on has AVX2 (`Isa::cpu_supports`
+    // checks it): the rank scores' dot product is the AVX2 loop.
+    score_dot4: super::avx2::score_dot4,
 };
 
 /// [`super::scalar::compare64`], 16 ranks per comparison (the last ones

@@ -55,6 +55,7 @@ use datafusion::error::Result;
 use super::PairNumerator;
 use super::bound::{ExitCounts, PairRange, SBound};
 use super::isa::Isa;
+use super::score_bound::{self, RankScores};
 use crate::memory::try_filled;
 use crate::rank::pair_count;
 use crate::rank::{MISSING_RANK, RankedMatrix};
@@ -67,10 +68,13 @@ pub fn words_per_plane(samples: usize) -> usize {
 
 /// Bytes the planes of `genes` genes of `samples` samples occupy, with
 /// the lists of tied sample pairs kept beside them (at most a sixteenth of
-/// the planes, see `listed_pairs_cap`).
+/// the planes, see `listed_pairs_cap`) and the genes' rank scores
+/// ([`RankScores`], at most two bytes a sample).
 pub fn plane_bytes(genes: usize, samples: usize) -> u64 {
     let words = words_per_plane(samples);
-    genes as u64 * 2 * words as u64 * 8 + TiedPairs::max_bytes(genes, listed_pairs_cap(words))
+    genes as u64 * 2 * words as u64 * 8
+        + TiedPairs::max_bytes(genes, listed_pairs_cap(words))
+        + RankScores::bytes(genes, samples)
 }
 
 /// Genes with at most this many tied sample pairs list them ([`TiedPairs`]),
@@ -92,6 +96,9 @@ pub struct BitPlanes {
     u: Vec<u64>,
     /// Tied sample pairs of the genes with few.
     ties: TiedPairs,
+    /// The genes' rank scores, for a bound on `S` before a count starts
+    /// ([`score_bound`]); `None` outside its range of sample counts.
+    scores: Option<RankScores>,
 }
 
 impl BitPlanes {
@@ -117,7 +124,14 @@ impl BitPlanes {
                 .for_each(|(gene, (g, u))| fill_planes(&ops, m.ranks(gene), g, u));
         }
         let ties = TiedPairs::try_build(m, listed_pairs_cap(words))?;
-        Ok(Self { words, g, u, ties })
+        let scores = RankScores::try_build(m)?;
+        Ok(Self {
+            words,
+            g,
+            u,
+            ties,
+            scores,
+        })
     }
 
     /// Words per plane.
@@ -192,6 +206,8 @@ struct Ops {
     disc_pop4: TiedPop4<u64>,
     /// [`scalar::s_pop4`] (as `xor_pop4`).
     s_pop4: TiedPop4<i64>,
+    /// [`score_bound::dot4`] (rank scores).
+    score_dot4: unsafe fn([&[i16]; 4], &[i16]) -> [i64; 4],
 }
 
 impl Ops {
@@ -236,6 +252,13 @@ impl Ops {
     fn s_pop4(&self, gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [i64; 4] {
         // SAFETY: as in `xor_pop4`.
         unsafe { (self.s_pop4)(gu, uu, gv, uv) }
+    }
+
+    /// [`score_bound::dot4`].
+    #[inline]
+    fn score_dot4(&self, a: [&[i16]; 4], b: &[i16]) -> [i64; 4] {
+        // SAFETY: as in `compare64`; the loops take any lengths.
+        unsafe { (self.score_dot4)(a, b) }
     }
 }
 
@@ -414,12 +437,15 @@ struct Group<'a> {
     planes_per_row: usize,
     /// Sample pairs, `n0`.
     n0: i64,
+    /// The rows' rank scores, when their bound on `S` is checked before
+    /// each count ([`score_bound`]).
+    scores: Option<[&'a [i16]; 4]>,
 }
 
 impl<'a> Group<'a> {
     /// The group of `rows` (one to four) of a block whose columns start at
-    /// `start`.
-    fn new(kernel: &'a Bitset, m: &RankedMatrix, rows: &[u32], start: usize) -> Self {
+    /// `start`; `screen`: whether the rank scores' bound is checked.
+    fn new(kernel: &'a Bitset, m: &RankedMatrix, rows: &[u32], start: usize, screen: bool) -> Self {
         let p = &*kernel.planes;
         let r = rows.len();
         let idx: [usize; 4] = std::array::from_fn(|k| rows[k.min(r - 1)] as usize);
@@ -442,6 +468,10 @@ impl<'a> Group<'a> {
             first: start.max(rows.iter().copied().min().unwrap_or(0) as usize + 1),
             planes_per_row: if rows_untied || rows_listed { 1 } else { 2 },
             n0: i64::try_from(m.n0()).expect("n0 fits i64"),
+            scores: match (screen, &p.scores) {
+                (true, Some(s)) => Some(idx.map(|i| s.of(i))),
+                _ => None,
+            },
         }
     }
 
@@ -513,8 +543,10 @@ struct ColumnExit {
     /// Per row, the `S` that may pass ([`PairRange::NONE`] for rows whose
     /// pair is dropped anyway).
     ranges: [PairRange; 4],
-    /// Per row, `n0 − max(n1, n2)`: `|S|` is at most that.
-    cap: [i64; 4],
+    /// Per row, bounds on `S` known before the count: `|S| ≤ n0 −
+    /// max(n1, n2)`, and the rank scores' interval where it is checked.
+    s_lo: [i64; 4],
+    s_hi: [i64; 4],
     /// Per row, bounds `[lo, hi]` on `B` of `S = B − 2·count` (unused on
     /// the two-popcount path). `B` itself needs the lists' correction or
     /// `n3`, as costly per pair as a short count: it is computed only for
@@ -543,7 +575,7 @@ impl ColumnExit {
                     self.base_hi[k] - 2 * counts[k],
                 ),
             };
-            let (lo, hi) = (lo.max(-self.cap[k]), hi.min(self.cap[k]));
+            let (lo, hi) = (lo.max(self.s_lo[k]), hi.min(self.s_hi[k]));
             !self.ranges[k].reachable(lo, hi)
         })
     }
@@ -553,6 +585,7 @@ impl ColumnExit {
         let pairs = self.live.iter().filter(|&&l| l).count();
         ExitCounts {
             pairs,
+            before_count: if at == 0 { pairs } else { 0 },
             words_counted: pairs * at,
             words_total: pairs * words,
         }
@@ -648,7 +681,10 @@ impl Bitset {
     ///
     /// and, for complete genes, in `[−cap, cap]` with
     /// `cap = n0 − max(n1, n2)` (concordant plus discordant pairs are
-    /// untied in both genes). When that interval meets none of the pair's
+    /// untied in both genes), and in the interval of the genes' rank
+    /// scores ([`RankScores::s_interval`]) where the filter's gaps are wide
+    /// enough for it to decide ([`score_bound::useful`]): most pairs under
+    /// `abs(tau) >= 0.8` stop there, before their first word. When that interval meets none of the pair's
     /// ranges ([`PairRange::reachable`]) for all four rows the group's
     /// column stops; rows whose pair is dropped anyway (`j ≤ i`, lanes past
     /// the group's end) never hold it back, and a pair touching a gene with
@@ -665,8 +701,9 @@ impl Bitset {
         let mut sorted = Vec::new();
         let rows = self.rows_by_class(m, rows, &mut sorted);
         let mut scratch = Scratch::default();
+        let screen = exit.is_some_and(|e| score_bound::useful(m.samples(), e.widest_gap()));
         for group in rows.chunks(4) {
-            let g = Group::new(self, m, group, cols.start);
+            let g = Group::new(self, m, group, cols.start, screen);
             scratch.interleaved = false;
             if g.planes_per_row * 4 * self.planes.words() * 8 <= WHOLE_ROWS_BYTES {
                 self.group_whole_rows(m, &g, cols.end, exit, &mut scratch, out, exits);
@@ -736,7 +773,7 @@ impl Bitset {
         for j in g.first..end {
             let (gv, uv) = (p.g(j), p.u(j));
             let path = g.path_of(self, m, j);
-            let bound = exit.and_then(|e| self.column_exit(e, m, (g.idx, g.r), j, path, g.n0));
+            let bound = exit.and_then(|e| self.column_exit(e, m, g, j, path));
             let mut counts = [0i64; 4];
             let Some(bound) = bound else {
                 self.count(path, g.gu, g.uu, gv, uv, &mut counts);
@@ -798,7 +835,7 @@ impl Bitset {
         bounds.clear();
         if let Some(e) = exit {
             for (j, (path, counts)) in (g.first..).zip(&columns) {
-                let bound = self.column_exit(e, m, (g.idx, g.r), j, *path, g.n0);
+                let bound = self.column_exit(e, m, g, j, *path);
                 let stopped = bound.as_ref().is_some_and(|b| b.stops(*path, counts, g.n0));
                 bounds.push((bound, stopped.then_some(0)));
             }
@@ -869,33 +906,45 @@ impl Bitset {
         }
     }
 
-    /// The bound of a group's column `j` on `path` (rows `idx`, the first
-    /// `r` of them real), or `None` when some pair of it may never stop
-    /// (a gene with missing values, a NaN tau). What `S` adds to the count
-    /// (the lists' correction, `n3`) is bounded from the genes' tied pairs
-    /// `n1`, `n2`, not computed: on the XOR-with-lists path the correction
-    /// is a sum of one term in `{−1, 0, 1}` per listed pair, so
-    /// `|c| ≤ n1 + n2`; on the one-popcount path `B = n0 − n1 − n2 + n3`
-    /// with `0 ≤ n3 ≤ min(n1, n2)`.
+    /// The bound of group `g`'s column `j` on `path`, or `None` when some
+    /// pair of it may never stop (a gene with missing values, a NaN tau).
+    /// What `S` adds to the count (the lists' correction, `n3`) is bounded
+    /// from the genes' tied pairs `n1`, `n2`, not computed: on the
+    /// XOR-with-lists path the correction is a sum of one term in
+    /// `{−1, 0, 1}` per listed pair, so `|c| ≤ n1 + n2`; on the
+    /// one-popcount path `B = n0 − n1 − n2 + n3` with `0 ≤ n3 ≤ min(n1, n2)`.
+    /// Where the group carries rank scores, each pair's `S` is also held to
+    /// their interval ([`RankScores::s_interval`]: one dot product per pair,
+    /// before any word is counted).
     #[inline]
     fn column_exit(
         &self,
         exit: &SBound,
         m: &RankedMatrix,
-        (idx, r): ([usize; 4], usize),
+        g: &Group<'_>,
         j: usize,
         path: Path,
-        n0: i64,
     ) -> Option<ColumnExit> {
-        let live = |k: usize| k < r && j > idx[k];
+        let (idx, n0) = (g.idx, g.n0);
+        let live = |k: usize| k < g.r && j > idx[k];
         let mut ranges = [PairRange::NONE; 4];
-        let mut cap = [0i64; 4];
+        let mut s_lo = [0i64; 4];
+        let mut s_hi = [0i64; 4];
         for k in (0..4).filter(|&k| live(k)) {
             ranges[k] = exit.pair(m, idx[k], j);
             if ranges[k].is_any() {
                 return None;
             }
-            cap[k] = n0 - m.tie_pairs(idx[k]).max(m.tie_pairs(j)) as i64;
+            let cap = n0 - m.tie_pairs(idx[k]).max(m.tie_pairs(j)) as i64;
+            (s_lo[k], s_hi[k]) = (-cap, cap);
+        }
+        // Complete genes only reach here (`ranges` is `ANY` otherwise).
+        if let (Some(rows), Some(scores)) = (g.scores, &self.planes.scores) {
+            let q = self.ops.score_dot4(rows, scores.of(j));
+            for k in (0..4).filter(|&k| live(k)) {
+                let (lo, hi) = scores.s_interval(q[k]);
+                (s_lo[k], s_hi[k]) = (s_lo[k].max(lo), s_hi[k].min(hi));
+            }
         }
         let ties = |k: usize| (m.tie_pairs(idx[k]) as i64, m.tie_pairs(j) as i64);
         let (base_lo, base_hi): ([i64; 4], [i64; 4]) = match path {
@@ -912,7 +961,8 @@ impl Bitset {
         let live = std::array::from_fn(live);
         Some(ColumnExit {
             ranges,
-            cap,
+            s_lo,
+            s_hi,
             base_lo,
             base_hi,
             live,
@@ -1024,6 +1074,38 @@ mod tests {
         let mut plane = [0u64; 2];
         put_bits(&mut plane, 60, 0b1_1111);
         assert_eq!(plane, [0b1111 << 60, 0b1]);
+    }
+
+    /// Every instruction set's rank-score dot product equals the portable
+    /// one and the sum in `i64`, at lengths with and without a tail, across
+    /// chunk boundaries, with scores at the largest magnitude allowed.
+    #[test]
+    fn every_isa_dots_rank_scores_alike() {
+        let mut rng = crate::test_rng::XorShift::new(0x5c0_4e5);
+        let max = (score_bound::MAX_SAMPLES - 1) as u64;
+        for len in (0..40).chain([255, 256, 257, 511, 512, 600, 2047, 2048]) {
+            let mut draw = || -> Vec<i16> {
+                (0..len)
+                    .map(|_| match rng.next_u64() % 4 {
+                        0 => max as i16,
+                        1 => -(max as i16),
+                        _ => (rng.next_u64() % (2 * max + 1)) as i16 - max as i16,
+                    })
+                    .collect()
+            };
+            let rows: Vec<Vec<i16>> = (0..4).map(|_| draw()).collect();
+            let col = draw();
+            let a: [&[i16]; 4] = std::array::from_fn(|k| rows[k].as_slice());
+            let direct: [i64; 4] = std::array::from_fn(|k| {
+                (0..len)
+                    .map(|p| i64::from(a[k][p]) * i64::from(col[p]))
+                    .sum()
+            });
+            assert_eq!(score_bound::dot4(a, &col), direct, "portable, {len}");
+            for isa in Isa::ALL.into_iter().filter(|i| i.is_available()) {
+                assert_eq!(Ops::new(isa).score_dot4(a, &col), direct, "{isa}, {len}");
+            }
+        }
     }
 
     /// The SIMD popcount loops against the scalar ones on random words,
