@@ -330,6 +330,23 @@ impl SBound {
         !self.ends.iter().any(|&(lo, hi)| s >= lo * d && s <= hi * d)
     }
 
+    /// Whether no `S` in `lo..=hi` may pass for genes `i` and `j` of `m`:
+    /// `!self.pair(m, i, j).reachable(lo, hi)` with the same arithmetic,
+    /// without building the range (`false` when either gene has missing
+    /// values or the pair's tau is NaN).
+    #[inline(always)]
+    pub fn surely_fails_in(&self, m: &RankedMatrix, i: usize, j: usize, lo: i64, hi: i64) -> bool {
+        if m.has_gaps(i) || m.has_gaps(j) {
+            return false;
+        }
+        let d = self.denominator(i, j);
+        if d == 0.0 {
+            return false;
+        }
+        let (lo, hi) = (lo as f64, hi as f64);
+        !self.ends.iter().any(|&(a, b)| hi >= a * d && lo <= b * d)
+    }
+
     /// The integer ranges of `S` that may pass for genes `i` and `j` of
     /// `m`; [`PairRange::ANY`] when either gene has missing values or the
     /// pair's tau is NaN.
@@ -411,6 +428,17 @@ pub struct ExitCounts {
 }
 
 impl ExitCounts {
+    /// `pairs` pairs of a bit-plane kernel with planes of `words` words,
+    /// stopped before their first word.
+    pub fn before_count(pairs: usize, words: usize) -> Self {
+        ExitCounts {
+            pairs,
+            before_count: pairs,
+            words_counted: 0,
+            words_total: pairs * words,
+        }
+    }
+
     /// Adds `other`.
     pub fn add(&mut self, other: ExitCounts) {
         self.pairs += other.pairs;
@@ -543,6 +571,13 @@ mod tests {
                                     let x = tau(variant, s, n, m.ties(i), m.ties(j));
                                     let fails = bound.surely_fails(i, j, s);
                                     assert_eq!(fails, !r.reachable(s, s), "{e} {variant} {s}");
+                                    for w in [0, 1, 5] {
+                                        assert_eq!(
+                                            bound.surely_fails_in(&m, i, j, s - w, s + w),
+                                            !r.reachable(s - w, s + w),
+                                            "{e} {variant} {s}±{w}"
+                                        );
+                                    }
                                     if fails {
                                         let pass = pred.eval(&crate::filter::PairValues::tau(x));
                                         assert!(

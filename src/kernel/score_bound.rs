@@ -112,13 +112,26 @@ impl RankScores {
 
     /// `[⌈(Q − C)/n⌉, ⌊(Q + C)/n⌋]`: the values `S` may take for genes
     /// without missing values whose scores' dot product is `q`.
+    ///
+    /// The divisions are in `f64`, exact here: `q ± C` and `n` are
+    /// integers far below 2^53, so each is exact, and the quotient `y` is
+    /// correctly rounded. Rounding is monotone and integers are
+    /// representable, so `fl(y)` lies on the same side of every integer as
+    /// `y` or on it when `y` is (`y` is a fraction of denominator `n ≤
+    /// 2,048`, more than 2^-11 from the integers it is not, far above an
+    /// ulp of numbers below 2^33): `⌈fl(y)⌉ = ⌈y⌉` and `⌊fl(y)⌋ = ⌊y⌋`.
     #[inline(always)]
     pub fn s_interval(&self, q: i64) -> (i64, i64) {
-        let n = self.samples as i64;
+        let n = self.samples as f64;
         let c = triples(self.samples);
+        let lo = (q - c) as f64 / n;
+        let hi = (q + c) as f64 / n;
+        // Truncation rounds toward zero: one step up (ceiling) or down
+        // (floor) where it went the other way.
+        let (tl, th) = (lo as i64, hi as i64);
         (
-            (q - c).div_euclid(n) + i64::from((q - c).rem_euclid(n) != 0),
-            (q + c).div_euclid(n),
+            tl + i64::from((tl as f64) < lo),
+            th - i64::from((th as f64) > hi),
         )
     }
 }
@@ -287,6 +300,33 @@ mod tests {
 
     fn sgn_f(d: f64) -> i64 {
         (d > 0.0) as i64 - (d < 0.0) as i64
+    }
+
+    /// The interval's ends are the exact integer ceiling and floor, for
+    /// every dot product a matrix of up to [`MAX_SAMPLES`] samples can give
+    /// near and at multiples of `n` (against `div_euclid`).
+    #[test]
+    fn interval_ends_are_exact() {
+        for n in [3usize, 5, 57, 128, 310, 1000, 2047, 2048] {
+            let genes = 1;
+            let values: Vec<f64> = (0..n).map(|p| p as f64).collect();
+            let s = RankScores::try_build(&RankedMatrix::from_values(genes, n, &values))
+                .unwrap()
+                .unwrap();
+            let (nn, c) = (n as i64, triples(n));
+            let top = nn * (nn - 1) * (nn - 1);
+            let mut qs = vec![0, 1, -1, top, -top];
+            for k in [1i64, 2, 7, nn, nn * nn, top / nn] {
+                for base in [k * nn - c, k * nn + c, -k * nn - c, -k * nn + c] {
+                    qs.extend([base - 1, base, base + 1]);
+                }
+            }
+            for q in qs {
+                let lo = (q - c).div_euclid(nn) + i64::from((q - c).rem_euclid(nn) != 0);
+                let hi = (q + c).div_euclid(nn);
+                assert_eq!(s.s_interval(q), (lo, hi), "n={n} q={q}");
+            }
+        }
     }
 
     /// The interval's integer ends round inward exactly, for negative

@@ -475,6 +475,33 @@ impl<'a> Group<'a> {
         }
     }
 
+    /// Pairs of column `j` the group outputs (`j > i`, not past its end).
+    #[inline(always)]
+    fn live(&self, j: usize) -> usize {
+        self.idx[..self.r].iter().filter(|&&i| j > i).count()
+    }
+
+    /// Whether the rank scores' intervals `screen` of column `j` rule out
+    /// every pair the group outputs there under `exit`
+    /// ([`SBound::surely_fails_in`]): the column then needs no word
+    /// counted, nor its path or bound. `false` without intervals, and when
+    /// a pair touches a gene with missing values.
+    #[inline(always)]
+    fn screened_out(
+        &self,
+        exit: &SBound,
+        m: &RankedMatrix,
+        j: usize,
+        screen: &Option<[(i64, i64); 4]>,
+    ) -> bool {
+        let Some(screen) = screen else {
+            return false;
+        };
+        (0..self.r)
+            .filter(|&k| j > self.idx[k])
+            .all(|k| exit.surely_fails_in(m, self.idx[k], j, screen[k].0, screen[k].1))
+    }
+
     /// The path of the group's column `j`.
     #[inline(always)]
     fn path_of(&self, kernel: &Bitset, m: &RankedMatrix, j: usize) -> Path {
@@ -771,9 +798,16 @@ impl Bitset {
             first_check_words(words, step, g.n0, e.widest_gap())
         });
         for j in g.first..end {
+            let screen = self.score_intervals(g, j);
+            if let Some(e) = exit
+                && g.screened_out(e, m, j, &screen)
+            {
+                exits.add(ExitCounts::before_count(g.live(j), words));
+                continue;
+            }
             let (gv, uv) = (p.g(j), p.u(j));
             let path = g.path_of(self, m, j);
-            let bound = exit.and_then(|e| self.column_exit(e, m, g, j, path));
+            let bound = exit.and_then(|e| self.column_exit(e, m, g, j, path, &screen));
             let mut counts = [0i64; 4];
             let Some(bound) = bound else {
                 self.count(path, g.gu, g.uu, gv, uv, &mut counts);
@@ -835,7 +869,12 @@ impl Bitset {
         bounds.clear();
         if let Some(e) = exit {
             for (j, (path, counts)) in (g.first..).zip(&columns) {
-                let bound = self.column_exit(e, m, g, j, *path);
+                let screen = self.score_intervals(g, j);
+                if g.screened_out(e, m, j, &screen) {
+                    bounds.push((None, Some(0)));
+                    continue;
+                }
+                let bound = self.column_exit(e, m, g, j, *path, &screen);
                 let stopped = bound.as_ref().is_some_and(|b| b.stops(*path, counts, g.n0));
                 bounds.push((bound, stopped.then_some(0)));
             }
@@ -863,6 +902,10 @@ impl Bitset {
         for (c, (j, (path, counts))) in (g.first..).zip(&columns).enumerate() {
             let bound = match bounds.get(c) {
                 Some((Some(bound), at)) => Some((bound, *at)),
+                Some((None, Some(_))) => {
+                    exits.add(ExitCounts::before_count(g.live(j), words));
+                    continue; // ruled out by the rank scores
+                }
                 _ => None,
             };
             self.finish_column(m, g, j, *path, counts, bound, scratch, out, exits);
@@ -924,6 +967,7 @@ impl Bitset {
         g: &Group<'_>,
         j: usize,
         path: Path,
+        screen: &Option<[(i64, i64); 4]>,
     ) -> Option<ColumnExit> {
         let (idx, n0) = (g.idx, g.n0);
         let live = |k: usize| k < g.r && j > idx[k];
@@ -939,10 +983,9 @@ impl Bitset {
             (s_lo[k], s_hi[k]) = (-cap, cap);
         }
         // Complete genes only reach here (`ranges` is `ANY` otherwise).
-        if let (Some(rows), Some(scores)) = (g.scores, &self.planes.scores) {
-            let q = self.ops.score_dot4(rows, scores.of(j));
+        if let Some(screen) = screen {
             for k in (0..4).filter(|&k| live(k)) {
-                let (lo, hi) = scores.s_interval(q[k]);
+                let (lo, hi) = screen[k];
                 (s_lo[k], s_hi[k]) = (s_lo[k].max(lo), s_hi[k].min(hi));
             }
         }
@@ -967,6 +1010,15 @@ impl Bitset {
             base_hi,
             live,
         })
+    }
+
+    /// The rank scores' intervals of `S` ([`RankScores::s_interval`]) of
+    /// group `g`'s four rows with column `j`, when the group checks them.
+    #[inline(always)]
+    fn score_intervals(&self, g: &Group<'_>, j: usize) -> Option<[(i64, i64); 4]> {
+        let (rows, scores) = (g.scores?, self.planes.scores.as_ref()?);
+        let q = self.ops.score_dot4(rows, scores.of(j));
+        Some(q.map(|q| scores.s_interval(q)))
     }
 
     /// Adds the counts of `path` (`nd`, or `S` on the two-popcount path)
