@@ -330,21 +330,35 @@ impl SBound {
         !self.ends.iter().any(|&(lo, hi)| s >= lo * d && s <= hi * d)
     }
 
-    /// Whether no `S` in `lo..=hi` may pass for genes `i` and `j` of `m`:
-    /// `!self.pair(m, i, j).reachable(lo, hi)` with the same arithmetic,
-    /// without building the range (`false` when either gene has missing
-    /// values or the pair's tau is NaN).
+    /// Whether no `S` with `lo ≤ n·S ≤ hi` may pass for complete genes `i`
+    /// and `j`, given `(n, lo, hi)` (exact in `f64`; the rank scores'
+    /// `Q − C ≤ n·S ≤ Q + C`, [`RankScores::scaled`](super::score_bound::RankScores::scaled)):
+    /// `false` proves nothing (and is the answer where tau is NaN).
+    ///
+    /// With `L`, `H` the pair's [`PairRange`] ends (`fl(a·D̂)`, `fl(b·D̂)`),
+    /// an `S` in the interval reaches `[L, H]` (as reals) only if
+    /// `hi ≥ n·L` and `lo ≤ n·H`. The products `n·L`, `n·H` are rounded
+    /// (relative error at most `2^-53`), so the test moves them outward by
+    /// `2^-50` of their size first: `x − |x|·2^-50` with `x = fl(n·L)` is
+    /// below `n·L` after its own rounding (for either sign of `x`), and
+    /// `fl(n·H) + |fl(n·H)|·2^-50` above `n·H`; infinite ends stay
+    /// infinite. So `hi` below the first, or `lo` above the second, proves
+    /// `S < L` or `S > H` for every `S` of the interval: the same pairs
+    /// [`PairRange::reachable`] would rule out, or fewer.
     #[inline(always)]
-    pub fn surely_fails_in(&self, m: &RankedMatrix, i: usize, j: usize, lo: i64, hi: i64) -> bool {
-        if m.has_gaps(i) || m.has_gaps(j) {
-            return false;
-        }
+    pub fn scores_rule_out(&self, i: usize, j: usize, (n, lo, hi): (f64, f64, f64)) -> bool {
         let d = self.denominator(i, j);
         if d == 0.0 {
-            return false;
+            return false; // tau is NaN
         }
-        let (lo, hi) = (lo as f64, hi as f64);
-        !self.ends.iter().any(|&(a, b)| hi >= a * d && lo <= b * d)
+        const OUTWARD: f64 = 1.0 / (1u64 << 50) as f64;
+        for &(a, b) in &self.ends {
+            let (nl, nh) = (n * (a * d), n * (b * d));
+            if hi >= nl - nl.abs() * OUTWARD && lo <= nh + nh.abs() * OUTWARD {
+                return false;
+            }
+        }
+        true
     }
 
     /// The integer ranges of `S` that may pass for genes `i` and `j` of
@@ -571,12 +585,27 @@ mod tests {
                                     let x = tau(variant, s, n, m.ties(i), m.ties(j));
                                     let fails = bound.surely_fails(i, j, s);
                                     assert_eq!(fails, !r.reachable(s, s), "{e} {variant} {s}");
-                                    for w in [0, 1, 5] {
-                                        assert_eq!(
-                                            bound.surely_fails_in(&m, i, j, s - w, s + w),
-                                            !r.reachable(s - w, s + w),
-                                            "{e} {variant} {s}±{w}"
+                                    // The scaled test rules out no `S` the
+                                    // range reaches (n·S ± w, any n), and
+                                    // rules out what it misses by a margin.
+                                    for (sn, w) in [(3i64, 0i64), (3, 2), (7, 5), (40, 100)] {
+                                        let scaled = ((sn * s - w) as f64, (sn * s + w) as f64);
+                                        let out = bound.scores_rule_out(
+                                            i,
+                                            j,
+                                            (sn as f64, scaled.0, scaled.1),
                                         );
+                                        let (lo, hi) = (
+                                            (sn * s - w).div_euclid(sn)
+                                                + i64::from((sn * s - w).rem_euclid(sn) != 0),
+                                            (sn * s + w).div_euclid(sn),
+                                        );
+                                        if out {
+                                            assert!(!r.reachable(lo, hi), "{e} {variant} {s}±{w}");
+                                        }
+                                        if w == 0 && !m.has_gaps(i) && !m.has_gaps(j) {
+                                            assert_eq!(out, fails, "{e} {variant} {s}");
+                                        }
                                     }
                                     if fails {
                                         let pass = pred.eval(&crate::filter::PairValues::tau(x));

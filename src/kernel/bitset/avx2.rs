@@ -369,7 +369,8 @@ pub unsafe fn s_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -
 /// [`score_bound::dot4`](crate::kernel::score_bound::dot4) with
 /// `vpmaddwd`, 16 scores a register: each `i32` lane adds 32 products per
 /// chunk of [`CHUNK`](crate::kernel::score_bound::CHUNK) scores (below
-/// 2^27 for rank scores), and the chunks add up in `i64`. A tail shorter
+/// 2^27 in size for rank scores, and any sum of the 8 lanes below 2^30),
+/// and the chunks add up in `i64`. A tail shorter
 /// than a register (none for padded scores) takes the portable loop.
 ///
 /// # Safety
@@ -395,12 +396,16 @@ pub unsafe fn score_dot4(a: [&[i16]; 4], b: &[i16]) -> [i64; 4] {
             }
             p += 16;
         }
-        for k in 0..4 {
-            let mut lanes = [0i32; 8];
-            // SAFETY: `lanes` holds 8 i32; unaligned store.
-            unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), acc[k]) };
-            total[k] += lanes.iter().map(|&x| i64::from(x)).sum::<i64>();
-        }
+        // The four rows' lane sums, added across lanes: a chunk's sum and
+        // every partial sum of its lanes are below 2^30 (the loop's docs).
+        let t01 = _mm256_hadd_epi32(acc[0], acc[1]);
+        let t23 = _mm256_hadd_epi32(acc[2], acc[3]);
+        let t = _mm256_hadd_epi32(t01, t23);
+        let sums = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256::<1>(t));
+        total[0] += i64::from(_mm_extract_epi32::<0>(sums));
+        total[1] += i64::from(_mm_extract_epi32::<1>(sums));
+        total[2] += i64::from(_mm_extract_epi32::<2>(sums));
+        total[3] += i64::from(_mm_extract_epi32::<3>(sums));
         start = end;
     }
     if whole < b.len() {

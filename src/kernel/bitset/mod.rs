@@ -481,25 +481,32 @@ impl<'a> Group<'a> {
         self.idx[..self.r].iter().filter(|&&i| j > i).count()
     }
 
-    /// Whether the rank scores' intervals `screen` of column `j` rule out
+    /// Whether the rank scores' dot products `q` of column `j` rule out
     /// every pair the group outputs there under `exit`
-    /// ([`SBound::surely_fails_in`]): the column then needs no word
-    /// counted, nor its path or bound. `false` without intervals, and when
-    /// a pair touches a gene with missing values.
+    /// ([`SBound::scores_rule_out`]): the column then needs no word
+    /// counted, nor its path or bound. `false` without dot products, and
+    /// when a row or the column has missing values.
     #[inline(always)]
     fn screened_out(
         &self,
         exit: &SBound,
         m: &RankedMatrix,
+        scores: Option<&RankScores>,
         j: usize,
-        screen: &Option<[(i64, i64); 4]>,
+        q: &Option<[i64; 4]>,
     ) -> bool {
-        let Some(screen) = screen else {
+        let (Some(q), Some(scores)) = (q, scores) else {
             return false;
         };
-        (0..self.r)
-            .filter(|&k| j > self.idx[k])
-            .all(|k| exit.surely_fails_in(m, self.idx[k], j, screen[k].0, screen[k].1))
+        if !self.rows_complete || m.has_gaps(j) {
+            return false;
+        }
+        for k in 0..self.r {
+            if j > self.idx[k] && !exit.scores_rule_out(self.idx[k], j, scores.scaled(q[k])) {
+                return false;
+            }
+        }
+        true
     }
 
     /// The path of the group's column `j`.
@@ -798,9 +805,9 @@ impl Bitset {
             first_check_words(words, step, g.n0, e.widest_gap())
         });
         for j in g.first..end {
-            let screen = self.score_intervals(g, j);
+            let screen = self.score_dots(g, j);
             if let Some(e) = exit
-                && g.screened_out(e, m, j, &screen)
+                && g.screened_out(e, m, p.scores.as_ref(), j, &screen)
             {
                 exits.add(ExitCounts::before_count(g.live(j), words));
                 continue;
@@ -869,8 +876,8 @@ impl Bitset {
         bounds.clear();
         if let Some(e) = exit {
             for (j, (path, counts)) in (g.first..).zip(&columns) {
-                let screen = self.score_intervals(g, j);
-                if g.screened_out(e, m, j, &screen) {
+                let screen = self.score_dots(g, j);
+                if g.screened_out(e, m, p.scores.as_ref(), j, &screen) {
                     bounds.push((None, Some(0)));
                     continue;
                 }
@@ -967,7 +974,7 @@ impl Bitset {
         g: &Group<'_>,
         j: usize,
         path: Path,
-        screen: &Option<[(i64, i64); 4]>,
+        screen: &Option<[i64; 4]>,
     ) -> Option<ColumnExit> {
         let (idx, n0) = (g.idx, g.n0);
         let live = |k: usize| k < g.r && j > idx[k];
@@ -983,9 +990,9 @@ impl Bitset {
             (s_lo[k], s_hi[k]) = (-cap, cap);
         }
         // Complete genes only reach here (`ranges` is `ANY` otherwise).
-        if let Some(screen) = screen {
+        if let (Some(q), Some(scores)) = (screen, &self.planes.scores) {
             for k in (0..4).filter(|&k| live(k)) {
-                let (lo, hi) = screen[k];
+                let (lo, hi) = scores.s_interval(q[k]);
                 (s_lo[k], s_hi[k]) = (s_lo[k].max(lo), s_hi[k].min(hi));
             }
         }
@@ -1012,13 +1019,12 @@ impl Bitset {
         })
     }
 
-    /// The rank scores' intervals of `S` ([`RankScores::s_interval`]) of
-    /// group `g`'s four rows with column `j`, when the group checks them.
+    /// The rank scores' dot products `Q` ([`score_bound`]) of group `g`'s
+    /// four rows with column `j`, when the group checks them.
     #[inline(always)]
-    fn score_intervals(&self, g: &Group<'_>, j: usize) -> Option<[(i64, i64); 4]> {
+    fn score_dots(&self, g: &Group<'_>, j: usize) -> Option<[i64; 4]> {
         let (rows, scores) = (g.scores?, self.planes.scores.as_ref()?);
-        let q = self.ops.score_dot4(rows, scores.of(j));
-        Some(q.map(|q| scores.s_interval(q)))
+        Some(self.ops.score_dot4(rows, scores.of(j)))
     }
 
     /// Adds the counts of `path` (`nd`, or `S` on the two-popcount path)
