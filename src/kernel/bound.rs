@@ -234,6 +234,9 @@ pub struct SBound {
     distinct: Vec<u32>,
     /// tau-a's denominator `n0`.
     n0: f64,
+    /// `ends` times the number of samples `n`, rounded: the ends
+    /// [`SBound::scores_rule_out`] compares with `n·S`.
+    n_ends: Vec<(f64, f64)>,
     /// The widest interval of `S` values that no pair may pass with, over
     /// every pair ([`SBound::widest_gap`]).
     widest_gap: f64,
@@ -271,11 +274,13 @@ impl SBound {
                 (factor, (0..genes).map(|g| m.distinct(g)).collect())
             }
         };
-        let ends = range
+        let ends: Vec<(f64, f64)> = range
             .intervals()
             .iter()
             .map(|&(a, b)| (a - margin(a), b + margin(b)))
             .collect();
+        let nf = n as f64;
+        let n_ends = ends.iter().map(|&(a, b)| (nf * a, nf * b)).collect();
         // The largest denominator any pair has: n0 (tau-a, and tau-b's
         // √(n0 − n1)·√(n0 − n2)), or tau-c's n²(k − 1)/(2k) < n²/2.
         let largest_denominator = match variant {
@@ -288,6 +293,7 @@ impl SBound {
             factor,
             distinct,
             n0: n0 as f64,
+            n_ends,
             widest_gap: widest_tau_gap(range) * largest_denominator,
         }
     }
@@ -331,34 +337,31 @@ impl SBound {
     }
 
     /// Whether no `S` with `lo ≤ n·S ≤ hi` may pass for complete genes `i`
-    /// and `j`, given `(n, lo, hi)` (exact in `f64`; the rank scores'
-    /// `Q − C ≤ n·S ≤ Q + C`, [`RankScores::scaled`](super::score_bound::RankScores::scaled)):
-    /// `false` proves nothing (and is the answer where tau is NaN).
+    /// and `j`, given `(lo, hi)` (exact in `f64`; the rank scores'
+    /// `Q − C ≤ n·S ≤ Q + C`, [`RankScores::scaled`](super::score_bound::RankScores::scaled))
+    /// and `n` the matrix's samples: `false` proves nothing (and is the
+    /// answer where tau is NaN).
     ///
     /// With `L`, `H` the pair's [`PairRange`] ends (`fl(a·D̂)`, `fl(b·D̂)`),
-    /// an `S` in the interval reaches `[L, H]` (as reals) only if
-    /// `hi ≥ n·L` and `lo ≤ n·H`. The products `n·L`, `n·H` are rounded
-    /// (relative error at most `2^-53`), so the test moves them outward by
-    /// `2^-50` of their size first: `x − |x|·2^-50` with `x = fl(n·L)` is
-    /// below `n·L` after its own rounding (for either sign of `x`), and
-    /// `fl(n·H) + |fl(n·H)|·2^-50` above `n·H`; infinite ends stay
-    /// infinite. So `hi` below the first, or `lo` above the second, proves
-    /// `S < L` or `S > H` for every `S` of the interval: the same pairs
-    /// [`PairRange::reachable`] would rule out, or fewer.
+    /// an `S` of the interval reaches `[L, H]` (as reals) only if
+    /// `hi ≥ n·L` and `lo ≤ n·H`. The test computes `x = fl(fl(n·a)·D̂)`
+    /// (`fl(n·a)` once per query), within a relative `2^-51` of `n·L`
+    /// (three roundings against one), and moves it outward by `2^-50` of
+    /// its size: `x − |x|·2^-50` is below `n·L` after its own rounding, for
+    /// either sign of `x`, and `x + |x|·2^-50` for `H` above `n·H`;
+    /// infinite ends stay infinite. So `hi` below the first, or `lo` above
+    /// the second, proves `S < L` or `S > H` for every `S` of the interval:
+    /// the same pairs [`PairRange::reachable`] would rule out, or fewer.
     #[inline(always)]
-    pub fn scores_rule_out(&self, i: usize, j: usize, (n, lo, hi): (f64, f64, f64)) -> bool {
+    pub fn scores_rule_out(&self, i: usize, j: usize, (lo, hi): (f64, f64)) -> bool {
         let d = self.denominator(i, j);
-        if d == 0.0 {
-            return false; // tau is NaN
-        }
         const OUTWARD: f64 = 1.0 / (1u64 << 50) as f64;
-        for &(a, b) in &self.ends {
-            let (nl, nh) = (n * (a * d), n * (b * d));
-            if hi >= nl - nl.abs() * OUTWARD && lo <= nh + nh.abs() * OUTWARD {
-                return false;
-            }
+        let mut reach = d == 0.0; // tau is NaN: never ruled out
+        for &(na, nb) in &self.n_ends {
+            let (nl, nh) = (na * d, nb * d);
+            reach |= (hi >= nl - nl.abs() * OUTWARD) & (lo <= nh + nh.abs() * OUTWARD);
         }
-        true
+        !reach
     }
 
     /// The integer ranges of `S` that may pass for genes `i` and `j` of
@@ -586,15 +589,12 @@ mod tests {
                                     let fails = bound.surely_fails(i, j, s);
                                     assert_eq!(fails, !r.reachable(s, s), "{e} {variant} {s}");
                                     // The scaled test rules out no `S` the
-                                    // range reaches (n·S ± w, any n), and
+                                    // range reaches (n·S ± w), and
                                     // rules out what it misses by a margin.
-                                    for (sn, w) in [(3i64, 0i64), (3, 2), (7, 5), (40, 100)] {
+                                    let sn = n as i64;
+                                    for w in [0i64, 2, 5, 100] {
                                         let scaled = ((sn * s - w) as f64, (sn * s + w) as f64);
-                                        let out = bound.scores_rule_out(
-                                            i,
-                                            j,
-                                            (sn as f64, scaled.0, scaled.1),
-                                        );
+                                        let out = bound.scores_rule_out(i, j, scaled);
                                         let (lo, hi) = (
                                             (sn * s - w).div_euclid(sn)
                                                 + i64::from((sn * s - w).rem_euclid(sn) != 0),

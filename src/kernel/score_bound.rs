@@ -137,14 +137,14 @@ impl RankScores {
 }
 
 impl RankScores {
-    /// `(n, Q − C, Q + C)` as `f64`, each exact (integers below 2^53):
+    /// `(Q − C, Q + C)` as `f64`, each exact (integers below 2^53):
     /// the scaled interval `Q − C ≤ n·S ≤ Q + C` that
     /// [`SBound::scores_rule_out`](super::bound::SBound::scores_rule_out)
     /// compares with a filter, without a division.
     #[inline(always)]
-    pub fn scaled(&self, q: i64) -> (f64, f64, f64) {
+    pub fn scaled(&self, q: i64) -> (f64, f64) {
         let c = triples(self.samples);
-        (self.samples as f64, (q - c) as f64, (q + c) as f64)
+        ((q - c) as f64, (q + c) as f64)
     }
 }
 

@@ -378,7 +378,12 @@ pub unsafe fn s_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -
 #[target_feature(enable = "avx2")]
 pub unsafe fn score_dot4(a: [&[i16]; 4], b: &[i16]) -> [i64; 4] {
     use crate::kernel::score_bound::{CHUNK, dot4};
-    let a = a.map(|r| &r[..b.len()]);
+    let a = [
+        &a[0][..b.len()],
+        &a[1][..b.len()],
+        &a[2][..b.len()],
+        &a[3][..b.len()],
+    ];
     let whole = b.len() / 16 * 16;
     let mut total = [0i64; 4];
     let mut start = 0;

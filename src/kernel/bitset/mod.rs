@@ -501,12 +501,14 @@ impl<'a> Group<'a> {
         if !self.rows_complete || m.has_gaps(j) {
             return false;
         }
-        for k in 0..self.r {
-            if j > self.idx[k] && !exit.scores_rule_out(self.idx[k], j, scores.scaled(q[k])) {
-                return false;
-            }
+        // All four lanes, without a branch per pair: a lane past the
+        // group's end or at `j ≤ i` holds nothing back.
+        let mut out = true;
+        for k in 0..4 {
+            let dropped = k >= self.r || j <= self.idx[k];
+            out &= dropped | exit.scores_rule_out(self.idx[k], j, scores.scaled(q[k]));
         }
-        true
+        out
     }
 
     /// The path of the group's column `j`.
