@@ -216,6 +216,9 @@ fn widest_tau_gap(range: &TauRange) -> f64 {
     widest.max(1.0 - covered_to)
 }
 
+/// `2^-50`: how far [`SBound::scores_rule_out`]'s scaled ends move outward.
+const OUTWARD: f64 = 1.0 / (1u64 << 50) as f64;
+
 /// `μ(a) = 2^-40·(1 + |a|)`: the margin of the module docs' claim.
 fn margin(a: f64) -> f64 {
     (1.0 + a.abs()) * (1.0 / (1u64 << 40) as f64)
@@ -234,8 +237,8 @@ pub struct SBound {
     distinct: Vec<u32>,
     /// tau-a's denominator `n0`.
     n0: f64,
-    /// `ends` times the number of samples `n`, rounded: the ends
-    /// [`SBound::scores_rule_out`] compares with `n·S`.
+    /// `ends` times the number of samples `n`, moved outward past rounding:
+    /// the ends [`SBound::scores_rule_out`] compares with `n·S`.
     n_ends: Vec<(f64, f64)>,
     /// The widest interval of `S` values that no pair may pass with, over
     /// every pair ([`SBound::widest_gap`]).
@@ -280,7 +283,13 @@ impl SBound {
             .map(|&(a, b)| (a - margin(a), b + margin(b)))
             .collect();
         let nf = n as f64;
-        let n_ends = ends.iter().map(|&(a, b)| (nf * a, nf * b)).collect();
+        let n_ends = ends
+            .iter()
+            .map(|&(a, b)| {
+                let (na, nb) = (nf * a, nf * b);
+                (na - na.abs() * OUTWARD, nb + nb.abs() * OUTWARD)
+            })
+            .collect();
         // The largest denominator any pair has: n0 (tau-a, and tau-b's
         // √(n0 − n1)·√(n0 − n2)), or tau-c's n²(k − 1)/(2k) < n²/2.
         let largest_denominator = match variant {
@@ -342,24 +351,24 @@ impl SBound {
     /// and `n` the matrix's samples: `false` proves nothing (and is the
     /// answer where tau is NaN).
     ///
-    /// With `L`, `H` the pair's [`PairRange`] ends (`fl(a·D̂)`, `fl(b·D̂)`),
-    /// an `S` of the interval reaches `[L, H]` (as reals) only if
-    /// `hi ≥ n·L` and `lo ≤ n·H`. The test computes `x = fl(fl(n·a)·D̂)`
-    /// (`fl(n·a)` once per query), within a relative `2^-51` of `n·L`
-    /// (three roundings against one), and moves it outward by `2^-50` of
-    /// its size: `x − |x|·2^-50` is below `n·L` after its own rounding, for
-    /// either sign of `x`, and `x + |x|·2^-50` for `H` above `n·H`;
-    /// infinite ends stay infinite. So `hi` below the first, or `lo` above
-    /// the second, proves `S < L` or `S > H` for every `S` of the interval:
-    /// the same pairs [`PairRange::reachable`] would rule out, or fewer.
+    /// With `L = fl(a·D̂)`, `H = fl(b·D̂)` the pair's [`PairRange`] ends, an
+    /// `S` of the interval reaches `[L, H]` (as reals) only if `hi ≥ n·L`
+    /// and `lo ≤ n·H`. Once per query, `fl(n·a)` is moved outward by `2^-50`
+    /// (`8u` with `u = 2^-53`) of its size (`x − |x|·2^-50`),
+    /// and per pair multiplied by `D̂`: for `a > 0` that is at most
+    /// `n·a·D̂·(1 + u)³(1 − 8u) < n·a·D̂·(1 − u) ≤ n·L`, and for `a < 0` at
+    /// least `(1 − u)³(1 + 8u) > 1 + u` times the size of `n·a·D̂`, so again
+    /// below `n·L` (`n·L` is within `(1 ± u)` of `n·a·D̂`; `a = 0` is exact).
+    /// The upper ends are symmetric; infinite ends stay infinite. So `hi`
+    /// below the first, or `lo` above the second, proves `S < L` or `S > H`
+    /// for every `S` of the interval: the same pairs
+    /// [`PairRange::reachable`] would rule out, or fewer.
     #[inline(always)]
     pub fn scores_rule_out(&self, i: usize, j: usize, (lo, hi): (f64, f64)) -> bool {
         let d = self.denominator(i, j);
-        const OUTWARD: f64 = 1.0 / (1u64 << 50) as f64;
         let mut reach = d == 0.0; // tau is NaN: never ruled out
         for &(na, nb) in &self.n_ends {
-            let (nl, nh) = (na * d, nb * d);
-            reach |= (hi >= nl - nl.abs() * OUTWARD) & (lo <= nh + nh.abs() * OUTWARD);
+            reach |= (hi >= na * d) & (lo <= nb * d);
         }
         !reach
     }
