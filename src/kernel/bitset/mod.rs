@@ -720,8 +720,10 @@ impl Bitset {
     /// untied in both genes), and in the interval of the genes' rank
     /// scores ([`RankScores::s_interval`]) where the filter's gaps are wide
     /// enough for it to decide ([`score_bound::useful`]): most pairs under
-    /// `abs(tau) >= 0.8` stop there, before their first word. When that interval meets none of the pair's
-    /// ranges ([`PairRange::reachable`]) for all four rows the group's
+    /// `abs(tau) >= 0.8` stop there, before their first word (a column
+    /// whose four pairs the scores rule out skips its path and bound,
+    /// [`SBound::scores_rule_out`]). When that interval meets none of the
+    /// pair's ranges ([`PairRange::reachable`]) for all four rows the group's
     /// column stops; rows whose pair is dropped anyway (`j ≤ i`, lanes past
     /// the group's end) never hold it back, and a pair touching a gene with
     /// missing values ([`PairRange::ANY`]) never stops.
