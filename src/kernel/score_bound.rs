@@ -7,9 +7,9 @@
 //! For a gene `x` without missing values, sample `p`'s *score* is
 //! `u_p = Σ_q sgn(x_p − x_q)`: the values below `x_p` minus the values
 //! above it, `2·r_p − (n + 1)` for the midrank `r_p`, so `|u_p| ≤ n − 1`.
-//! For genes `x` and `y` with scores `u` and `v`, `Q = Σ_p u_p·v_p` (four
-//! times the covariance of the midranks, Spearman's numerator) is an
-//! integer dot product of length `n`.
+//! For genes `x` and `y` with scores `u` and `v`, `Q = Σ_p u_p·v_p`
+//! (`4·Σ_p (r_p − r̄)(s_p − s̄)` for midranks `r`, `s`: Spearman's
+//! numerator) is an integer dot product of length `n`.
 //!
 //! # The bound
 //!
@@ -118,7 +118,7 @@ impl RankScores {
     /// correctly rounded. Rounding is monotone and integers are
     /// representable, so `fl(y)` lies on the same side of every integer as
     /// `y` or on it when `y` is (`y` is a fraction of denominator `n ≤
-    /// 2,048`, more than 2^-11 from the integers it is not, far above an
+    /// 2,048`, at least 2^-11 from the integers it is not, far above an
     /// ulp of numbers below 2^33): `⌈fl(y)⌉ = ⌈y⌉` and `⌊fl(y)⌋ = ⌊y⌋`.
     #[inline(always)]
     pub fn s_interval(&self, q: i64) -> (i64, i64) {

@@ -226,8 +226,9 @@ fn early_exit_counters_count_the_stopped_pairs() {
         kernel.block(&m, &rows, 0..g, &mut out);
         let exits = kernel.take_exits();
         // No random pair reaches 0.8: all stop, well before their last word,
-        // most before their first (the rank scores' interval: |tau| of
-        // random genes stays far below 0.8 − 1/3).
+        // most before their first (the rank scores' interval: a pair needs
+        // a Spearman correlation near 0.7 to reach 0.8, random genes stay
+        // far below it).
         assert_eq!(exits.pairs, g * (g - 1) / 2, "{isa}");
         assert!(out.is_empty(), "{isa}");
         assert!(
