@@ -504,9 +504,9 @@ impl<'a> Group<'a> {
         // All four lanes, without a branch per pair: a lane past the
         // group's end or at `j ≤ i` holds nothing back.
         let mut out = true;
-        for k in 0..4 {
+        for (k, &qk) in q.iter().enumerate() {
             let dropped = k >= self.r || j <= self.idx[k];
-            out &= dropped | exit.scores_rule_out(self.idx[k], j, scores.scaled(q[k]));
+            out &= dropped | exit.scores_rule_out(self.idx[k], j, scores.scaled(qk));
         }
         out
     }
