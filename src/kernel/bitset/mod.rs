@@ -484,13 +484,12 @@ impl<'a> Group<'a> {
     /// Whether the rank scores' dot products `q` of column `j` rule out
     /// every pair the group outputs there under `exit`
     /// ([`SBound::scores_rule_out`]): the column then needs no word
-    /// counted, nor its path or bound. `false` without dot products, and
-    /// when a row or the column has missing values.
+    /// counted, nor its path or bound. `false` without dot products (none
+    /// are computed where a row or the column has missing values).
     #[inline(always)]
     fn screened_out(
         &self,
         exit: &SBound,
-        m: &RankedMatrix,
         scores: Option<&RankScores>,
         j: usize,
         q: &Option<[i64; 4]>,
@@ -498,9 +497,6 @@ impl<'a> Group<'a> {
         let (Some(q), Some(scores)) = (q, scores) else {
             return false;
         };
-        if !self.rows_complete || m.has_gaps(j) {
-            return false;
-        }
         // All four lanes, without a branch per pair: a lane past the
         // group's end or at `j ≤ i` holds nothing back.
         let mut out = true;
@@ -809,9 +805,9 @@ impl Bitset {
             first_check_words(words, step, g.n0, e.widest_gap())
         });
         for j in g.first..end {
-            let screen = self.score_dots(g, j);
+            let screen = self.score_dots(m, g, j);
             if let Some(e) = exit
-                && g.screened_out(e, m, p.scores.as_ref(), j, &screen)
+                && g.screened_out(e, p.scores.as_ref(), j, &screen)
             {
                 exits.add(ExitCounts::before_count(g.live(j), words));
                 continue;
@@ -880,8 +876,8 @@ impl Bitset {
         bounds.clear();
         if let Some(e) = exit {
             for (j, (path, counts)) in (g.first..).zip(&columns) {
-                let screen = self.score_dots(g, j);
-                if g.screened_out(e, m, p.scores.as_ref(), j, &screen) {
+                let screen = self.score_dots(m, g, j);
+                if g.screened_out(e, p.scores.as_ref(), j, &screen) {
                     bounds.push((None, Some(0)));
                     continue;
                 }
@@ -967,9 +963,9 @@ impl Bitset {
     /// XOR-with-lists path the correction is a sum of one term in
     /// `{−1, 0, 1}` per listed pair, so `|c| ≤ n1 + n2`; on the
     /// one-popcount path `B = n0 − n1 − n2 + n3` with `0 ≤ n3 ≤ min(n1, n2)`.
-    /// Where the group carries rank scores, each pair's `S` is also held to
-    /// their interval ([`RankScores::s_interval`]: one dot product per pair,
-    /// before any word is counted).
+    /// Where the caller computed the rank scores' dot products (`screen`),
+    /// each pair's `S` is also held to their interval
+    /// ([`RankScores::s_interval`]).
     #[inline]
     fn column_exit(
         &self,
@@ -1024,10 +1020,15 @@ impl Bitset {
     }
 
     /// The rank scores' dot products `Q` ([`score_bound`]) of group `g`'s
-    /// four rows with column `j`, when the group checks them.
+    /// four rows with column `j`, when the group checks them and the rows
+    /// and the column are complete (the bound holds for complete genes
+    /// only: no dot product is spent on the others).
     #[inline(always)]
-    fn score_dots(&self, g: &Group<'_>, j: usize) -> Option<[i64; 4]> {
+    fn score_dots(&self, m: &RankedMatrix, g: &Group<'_>, j: usize) -> Option<[i64; 4]> {
         let (rows, scores) = (g.scores?, self.planes.scores.as_ref()?);
+        if !g.rows_complete || m.has_gaps(j) {
+            return None;
+        }
         Some(self.ops.score_dot4(rows, scores.of(j)))
     }
 
