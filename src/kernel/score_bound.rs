@@ -66,6 +66,8 @@ pub const LANES: usize = 16;
 #[derive(Debug)]
 pub struct RankScores {
     samples: usize,
+    /// `C` of the module docs ([`triples`]).
+    triples: i64,
     stride: usize,
     scores: Vec<i16>,
 }
@@ -86,6 +88,7 @@ impl RankScores {
         }
         Ok(Some(Self {
             samples: n,
+            triples: triples(n),
             stride,
             scores,
         }))
@@ -110,6 +113,13 @@ impl RankScores {
         &self.scores[gene * self.stride..(gene + 1) * self.stride]
     }
 
+    /// The scores of genes `genes`, one padded row after another
+    /// ([`RankScores::stride`] each): what [`dots4`] takes as its columns.
+    #[inline]
+    pub fn of_genes(&self, genes: std::ops::Range<usize>) -> &[i16] {
+        &self.scores[genes.start * self.stride..genes.end * self.stride]
+    }
+
     /// `[⌈(Q − C)/n⌉, ⌊(Q + C)/n⌋]`: the values `S` may take for genes
     /// without missing values whose scores' dot product is `q`.
     ///
@@ -123,7 +133,7 @@ impl RankScores {
     #[inline(always)]
     pub fn s_interval(&self, q: i64) -> (i64, i64) {
         let n = self.samples as f64;
-        let c = triples(self.samples);
+        let c = self.triples;
         let lo = (q - c) as f64 / n;
         let hi = (q + c) as f64 / n;
         // Truncation rounds toward zero: one step up (ceiling) or down
@@ -143,8 +153,18 @@ impl RankScores {
     /// compares with a filter, without a division.
     #[inline(always)]
     pub fn scaled(&self, q: i64) -> (f64, f64) {
-        let c = triples(self.samples);
-        ((q - c) as f64, (q + c) as f64)
+        ((q - self.triples) as f64, (q + self.triples) as f64)
+    }
+
+    /// [`RankScores::scaled`] of four dot products: the lower ends, then
+    /// the upper ones.
+    #[inline(always)]
+    pub fn scaled4(&self, q: &[i64; 4]) -> ([f64; 4], [f64; 4]) {
+        let (mut lo, mut hi) = ([0.0; 4], [0.0; 4]);
+        for k in 0..4 {
+            (lo[k], hi[k]) = self.scaled(q[k]);
+        }
+        (lo, hi)
     }
 }
 
@@ -219,6 +239,17 @@ pub fn dot4(a: [&[i16]; 4], b: &[i16]) -> [i64; 4] {
         }
     }
     total
+}
+
+/// [`dot4`] of the four rows `a` with each column of `cols` (columns of
+/// `stride` scores one after another, `stride` at most the rows' length),
+/// into `out` (one entry a column): the portable loop, and the reference
+/// for the SIMD ones, which share the rows' loads between columns.
+pub fn dots4(a: [&[i16]; 4], cols: &[i16], stride: usize, out: &mut [[i64; 4]]) {
+    assert!(stride > 0 && cols.len() == out.len() * stride);
+    for (q, col) in out.iter_mut().zip(cols.chunks_exact(stride)) {
+        *q = dot4(a, col);
+    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ pub(super) const OPS: super::Ops = super::Ops {
     xor_pop4,
     disc_pop4,
     s_pop4,
-    score_dot4,
+    score_dots4,
 };
 
 /// Planes of at least this many 256-bit vectors take the Harley–Seal path;
@@ -366,6 +366,22 @@ pub unsafe fn s_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -
     acc.map(|t| 64 * words as i64 - reduce(t) as i64)
 }
 
+/// The four `i32` sums of the lanes of `acc` (one register a row), added
+/// to `total`: a chunk's sum and every partial sum of its lanes are below
+/// 2^30 (see [`score_dot4`]), so `vphaddd` does not wrap.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn add_lane_sums(total: &mut [i64; 4], acc: [__m256i; 4]) {
+    let t01 = _mm256_hadd_epi32(acc[0], acc[1]);
+    let t23 = _mm256_hadd_epi32(acc[2], acc[3]);
+    let t = _mm256_hadd_epi32(t01, t23);
+    let sums = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256::<1>(t));
+    total[0] += i64::from(_mm_extract_epi32::<0>(sums));
+    total[1] += i64::from(_mm_extract_epi32::<1>(sums));
+    total[2] += i64::from(_mm_extract_epi32::<2>(sums));
+    total[3] += i64::from(_mm_extract_epi32::<3>(sums));
+}
+
 /// [`score_bound::dot4`](crate::kernel::score_bound::dot4) with
 /// `vpmaddwd`, 16 scores a register: each `i32` lane adds 32 products per
 /// chunk of [`CHUNK`](crate::kernel::score_bound::CHUNK) scores (below
@@ -376,14 +392,9 @@ pub unsafe fn s_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
-pub unsafe fn score_dot4(a: [&[i16]; 4], b: &[i16]) -> [i64; 4] {
+unsafe fn score_dot4(a: [&[i16]; 4], b: &[i16]) -> [i64; 4] {
     use crate::kernel::score_bound::{CHUNK, dot4};
-    let a = [
-        &a[0][..b.len()],
-        &a[1][..b.len()],
-        &a[2][..b.len()],
-        &a[3][..b.len()],
-    ];
+    let a = a.map(|r| &r[..b.len()]);
     let whole = b.len() / 16 * 16;
     let mut total = [0i64; 4];
     let mut start = 0;
@@ -401,16 +412,7 @@ pub unsafe fn score_dot4(a: [&[i16]; 4], b: &[i16]) -> [i64; 4] {
             }
             p += 16;
         }
-        // The four rows' lane sums, added across lanes: a chunk's sum and
-        // every partial sum of its lanes are below 2^30 (the loop's docs).
-        let t01 = _mm256_hadd_epi32(acc[0], acc[1]);
-        let t23 = _mm256_hadd_epi32(acc[2], acc[3]);
-        let t = _mm256_hadd_epi32(t01, t23);
-        let sums = _mm_add_epi32(_mm256_castsi256_si128(t), _mm256_extracti128_si256::<1>(t));
-        total[0] += i64::from(_mm_extract_epi32::<0>(sums));
-        total[1] += i64::from(_mm_extract_epi32::<1>(sums));
-        total[2] += i64::from(_mm_extract_epi32::<2>(sums));
-        total[3] += i64::from(_mm_extract_epi32::<3>(sums));
+        add_lane_sums(&mut total, acc);
         start = end;
     }
     if whole < b.len() {
@@ -418,4 +420,62 @@ pub unsafe fn score_dot4(a: [&[i16]; 4], b: &[i16]) -> [i64; 4] {
         (0..4).for_each(|k| total[k] += tail[k]);
     }
     total
+}
+
+/// [`score_bound::dots4`](crate::kernel::score_bound::dots4): two columns
+/// at a time, each load of a row's 16 scores feeding both columns' sums
+/// (eight accumulators), chunked as [`score_dot4`]; a last odd column, or
+/// a `stride` that is not a multiple of 16, takes [`score_dot4`].
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn score_dots4(a: [&[i16]; 4], cols: &[i16], stride: usize, out: &mut [[i64; 4]]) {
+    use crate::kernel::score_bound::CHUNK;
+    assert!(stride > 0 && cols.len() == out.len() * stride);
+    let a = a.map(|r| &r[..stride]);
+    let mut pairs = 0;
+    if stride.is_multiple_of(16) {
+        for (q, two) in out.chunks_exact_mut(2).zip(cols.chunks_exact(2 * stride)) {
+            let (b0, b1) = two.split_at(stride);
+            let (mut t0, mut t1) = ([0i64; 4], [0i64; 4]);
+            let mut start = 0;
+            while start < stride {
+                let end = (start + CHUNK).min(stride);
+                let (mut acc0, mut acc1) =
+                    ([_mm256_setzero_si256(); 4], [_mm256_setzero_si256(); 4]);
+                let mut p = start;
+                while p < end {
+                    // SAFETY: p + 16 <= stride = b0.len() = b1.len() = a[k].len()
+                    // (stride a multiple of 16); unaligned loads.
+                    let (v0, v1) = unsafe {
+                        (
+                            _mm256_loadu_si256(b0.as_ptr().add(p).cast()),
+                            _mm256_loadu_si256(b1.as_ptr().add(p).cast()),
+                        )
+                    };
+                    for k in 0..4 {
+                        // SAFETY: as above.
+                        let av = unsafe { _mm256_loadu_si256(a[k].as_ptr().add(p).cast()) };
+                        acc0[k] = _mm256_add_epi32(acc0[k], _mm256_madd_epi16(av, v0));
+                        acc1[k] = _mm256_add_epi32(acc1[k], _mm256_madd_epi16(av, v1));
+                    }
+                    p += 16;
+                }
+                add_lane_sums(&mut t0, acc0);
+                add_lane_sums(&mut t1, acc1);
+                start = end;
+            }
+            q[0] = t0;
+            q[1] = t1;
+            pairs += 1;
+        }
+    }
+    for (q, col) in out[2 * pairs..]
+        .iter_mut()
+        .zip(cols[2 * pairs * stride..].chunks_exact(stride))
+    {
+        // SAFETY: the caller's AVX2.
+        *q = unsafe { score_dot4(a, col) };
+    }
 }

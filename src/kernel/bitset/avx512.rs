@@ -12,7 +12,7 @@ pub(super) const OPS: super::Ops = super::Ops {
     s_pop4,
     // Every AVX-512 CPU this kernel runs on has AVX2 (`Isa::cpu_supports`
     // checks it): the rank scores' dot product is the AVX2 loop.
-    score_dot4: super::avx2::score_dot4,
+    score_dots4: super::avx2::score_dots4,
 };
 
 /// [`super::scalar::compare64`], 16 ranks per comparison (the last ones

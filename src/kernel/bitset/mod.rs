@@ -181,6 +181,9 @@ fn fill_planes(ops: &Ops, ranks: &[u32], g: &mut [u64], u: &mut [u64]) {
     }
 }
 
+/// [`Ops::score_dots4`]'s pointer type.
+type ScoreDots4 = unsafe fn([&[i16]; 4], &[i16], usize, &mut [[i64; 4]]);
+
 /// [`Ops::disc_pop4`]'s and [`Ops::s_pop4`]'s pointer types.
 type TiedPop4<T> = unsafe fn([&[u64]; 4], [&[u64]; 4], &[u64], &[u64]) -> [T; 4];
 
@@ -206,8 +209,8 @@ struct Ops {
     disc_pop4: TiedPop4<u64>,
     /// [`scalar::s_pop4`] (as `xor_pop4`).
     s_pop4: TiedPop4<i64>,
-    /// [`score_bound::dot4`] (rank scores).
-    score_dot4: unsafe fn([&[i16]; 4], &[i16]) -> [i64; 4],
+    /// [`score_bound::dots4`] (rank scores).
+    score_dots4: ScoreDots4,
 }
 
 impl Ops {
@@ -254,11 +257,11 @@ impl Ops {
         unsafe { (self.s_pop4)(gu, uu, gv, uv) }
     }
 
-    /// [`score_bound::dot4`].
+    /// [`score_bound::dots4`].
     #[inline]
-    fn score_dot4(&self, a: [&[i16]; 4], b: &[i16]) -> [i64; 4] {
-        // SAFETY: as in `compare64`; the loops take any lengths.
-        unsafe { (self.score_dot4)(a, b) }
+    fn score_dots4(&self, a: [&[i16]; 4], cols: &[i16], stride: usize, out: &mut [[i64; 4]]) {
+        // SAFETY: as in `compare64`; the loops check the lengths.
+        unsafe { (self.score_dots4)(a, cols, stride, out) }
     }
 }
 
@@ -326,6 +329,11 @@ const WHOLE_ROWS_BYTES: usize = 24 << 10;
 /// per chunk. Measured with `cargo bench --bench kernels`
 /// (docs/benchmarks/2026-11-25-bitset-cache-blocking-zen5.md).
 const CHUNK_BYTES: usize = 16 << 10;
+
+/// Columns whose rank scores' dot products a group takes from one call
+/// ([`Bitset::screen`]): the call's cost spread over them, their products
+/// (32 bytes each) in the L1 cache when the columns' test reads them.
+const SCREEN_COLUMNS: usize = 64;
 
 /// `S` of genes `i` and `j` on the one-popcount path from their discordant
 /// pairs: pairs untied in both genes are `n0 - n1 - n2 + n3`.
@@ -481,30 +489,21 @@ impl<'a> Group<'a> {
         self.idx[..self.r].iter().filter(|&&i| j > i).count()
     }
 
-    /// Whether the rank scores' dot products `q` of column `j` rule out
-    /// every pair the group outputs there under `exit`
-    /// ([`SBound::scores_rule_out`]): the column then needs no word
-    /// counted, nor its path or bound. `false` without dot products (none
-    /// are computed where a row or the column has missing values).
+    /// Whether the rank scores' dot products `q` of complete column `j`
+    /// (the rows complete too) rule out every pair the group outputs there
+    /// under `exit` ([`SBound::scores_rule_out4`]): the column then needs
+    /// no word counted, nor its path or bound.
     #[inline(always)]
-    fn screened_out(
-        &self,
-        exit: &SBound,
-        scores: Option<&RankScores>,
-        j: usize,
-        q: &Option<[i64; 4]>,
-    ) -> bool {
-        let (Some(q), Some(scores)) = (q, scores) else {
-            return false;
-        };
+    fn screened_out(&self, exit: &SBound, scores: &RankScores, j: usize, q: &[i64; 4]) -> bool {
+        let (lo, hi) = scores.scaled4(q);
+        let out = exit.scores_rule_out4(self.idx, j, lo, hi);
         // All four lanes, without a branch per pair: a lane past the
         // group's end or at `j ≤ i` holds nothing back.
-        let mut out = true;
-        for (k, &qk) in q.iter().enumerate() {
-            let dropped = k >= self.r || j <= self.idx[k];
-            out &= dropped | exit.scores_rule_out(self.idx[k], j, scores.scaled(qk));
+        let mut all = true;
+        for (k, &o) in out.iter().enumerate() {
+            all &= (k >= self.r) | (j <= self.idx[k]) | o;
         }
-        out
+        all
     }
 
     /// The path of the group's column `j`.
@@ -539,8 +538,9 @@ impl<'a> Group<'a> {
 /// the group's ranks interleaved for the lists' correction.
 #[derive(Default)]
 struct Scratch {
-    /// Per column of a group: its path and its counts so far.
-    columns: Vec<(Path, [i64; 4])>,
+    /// Per column of a group left to count: the column, its path and its
+    /// counts so far.
+    columns: Vec<(usize, Path, [i64; 4])>,
     /// Per column of a group, under a bound: the column's bound and the
     /// words after which its count stopped.
     bounds: Vec<(Option<ColumnExit>, Option<usize>)>,
@@ -548,6 +548,11 @@ struct Scratch {
     /// XOR-with-lists column; `interleaved` says whether they are).
     ranks4: Vec<[i32; 4]>,
     interleaved: bool,
+    /// Under a bound, the rank scores' dot products of a run of a group's
+    /// columns ([`Bitset::screen`]), and the columns of the run left to
+    /// count, with their dot products where computed.
+    dots: Vec<[i64; 4]>,
+    kept: Vec<(usize, Option<[i64; 4]>)>,
 }
 
 impl Scratch {
@@ -804,47 +809,101 @@ impl Bitset {
         let first = exit.map_or(words, |e| {
             first_check_words(words, step, g.n0, e.widest_gap())
         });
-        for j in g.first..end {
-            let screen = self.score_dots(m, g, j);
-            if let Some(e) = exit
-                && g.screened_out(e, p.scores.as_ref(), j, &screen)
-            {
-                exits.add(ExitCounts::before_count(g.live(j), words));
-                continue;
-            }
-            let (gv, uv) = (p.g(j), p.u(j));
-            let path = g.path_of(self, m, j);
-            let bound = exit.and_then(|e| self.column_exit(e, m, g, j, path, &screen));
-            let mut counts = [0i64; 4];
-            let Some(bound) = bound else {
-                self.count(path, g.gu, g.uu, gv, uv, &mut counts);
+        let Some(e) = exit else {
+            for j in g.first..end {
+                let path = g.path_of(self, m, j);
+                let mut counts = [0i64; 4];
+                self.count(path, g.gu, g.uu, p.g(j), p.u(j), &mut counts);
                 self.finish_column(m, g, j, path, &counts, None, scratch, out, exits);
-                continue;
-            };
-            let mut w0 = 0;
-            let mut stopped = bound.stops(path, &counts, g.n0);
-            while !stopped && w0 < words {
-                let w1 = (w0 + if w0 == 0 { first } else { step }).min(words);
-                let (gu, uu) = (g.gu.map(|x| &x[w0..w1]), g.uu.map(|x| &x[w0..w1]));
-                self.count(path, gu, uu, &gv[w0..w1], &uv[w0..w1], &mut counts);
-                w0 = w1;
-                if w0 < words {
-                    stopped = bound.stops(path, &counts, left_after(g.n0, w0));
-                }
             }
-            let at = stopped.then_some(w0);
-            self.finish_column(
-                m,
-                g,
-                j,
-                path,
-                &counts,
-                Some((&bound, at)),
-                scratch,
-                out,
-                exits,
-            );
+            return;
+        };
+        let mut kept = std::mem::take(&mut scratch.kept);
+        let mut j0 = g.first;
+        while j0 < end {
+            let j1 = (j0 + SCREEN_COLUMNS).min(end);
+            self.screen(m, g, e, j0..j1, &mut scratch.dots, &mut kept, exits);
+            j0 = j1;
+            for &(j, screen) in &kept {
+                let (gv, uv) = (p.g(j), p.u(j));
+                let path = g.path_of(self, m, j);
+                let mut counts = [0i64; 4];
+                let Some(bound) = self.column_exit(e, m, g, j, path, &screen) else {
+                    self.count(path, g.gu, g.uu, gv, uv, &mut counts);
+                    self.finish_column(m, g, j, path, &counts, None, scratch, out, exits);
+                    continue;
+                };
+                let mut w0 = 0;
+                let mut stopped = bound.stops(path, &counts, g.n0);
+                while !stopped && w0 < words {
+                    let w1 = (w0 + if w0 == 0 { first } else { step }).min(words);
+                    let (gu, uu) = (g.gu.map(|x| &x[w0..w1]), g.uu.map(|x| &x[w0..w1]));
+                    self.count(path, gu, uu, &gv[w0..w1], &uv[w0..w1], &mut counts);
+                    w0 = w1;
+                    if w0 < words {
+                        stopped = bound.stops(path, &counts, left_after(g.n0, w0));
+                    }
+                }
+                let at = stopped.then_some(w0);
+                self.finish_column(
+                    m,
+                    g,
+                    j,
+                    path,
+                    &counts,
+                    Some((&bound, at)),
+                    scratch,
+                    out,
+                    exits,
+                );
+            }
         }
+        scratch.kept = kept;
+    }
+
+    /// Group `g`'s columns `cols` (at most [`SCREEN_COLUMNS`]) that need
+    /// counting under `exit`, into `kept` in order, each with the rank
+    /// scores' dot products where the group checks them
+    /// ([`Group::screened_out`]; `dots` is scratch). The pairs of the columns
+    /// the scores rule out are added to `exits`, stopped before their
+    /// first word. The dot products are only used for complete rows and
+    /// columns (the bound holds for complete genes only; a run's dot
+    /// products come from one call, so a column with missing values gets
+    /// one that is never read).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn screen(
+        &self,
+        m: &RankedMatrix,
+        g: &Group<'_>,
+        exit: &SBound,
+        cols: Range<usize>,
+        dots: &mut Vec<[i64; 4]>,
+        kept: &mut Vec<(usize, Option<[i64; 4]>)>,
+        exits: &mut ExitCounts,
+    ) {
+        kept.clear();
+        let (Some(rows), Some(scores), true) =
+            (g.scores, self.planes.scores.as_ref(), g.rows_complete)
+        else {
+            kept.extend(cols.map(|j| (j, None)));
+            return;
+        };
+        dots.clear();
+        dots.resize(cols.len(), [0; 4]);
+        self.ops
+            .score_dots4(rows, scores.of_genes(cols.clone()), scores.stride(), dots);
+        let mut stopped = 0;
+        for (j, q) in cols.zip(dots.iter()) {
+            if m.has_gaps(j) {
+                kept.push((j, None));
+            } else if g.screened_out(exit, scores, j, q) {
+                stopped += g.live(j);
+            } else {
+                kept.push((j, Some(*q)));
+            }
+        }
+        exits.add(ExitCounts::before_count(stopped, self.planes.words()));
     }
 
     /// A group's columns `g.first..end` in chunks of words, every column per
@@ -865,37 +924,44 @@ impl Bitset {
     ) {
         let p = &*self.planes;
         let words = p.words();
-        // Per column: its path and its counts so far (`nd` on the tie-free
-        // and one-popcount paths, `S` on the other).
+        // Per column left to count: the column, its path and its counts so
+        // far (`nd` on the tie-free and one-popcount paths, `S` on the
+        // other).
         let mut columns = std::mem::take(&mut scratch.columns);
         columns.clear();
-        columns.extend((g.first..end).map(|j| (g.path_of(self, m, j), [0i64; 4])));
         // Under a bound: each column's bound, and the words after which it
         // stopped.
         let mut bounds = std::mem::take(&mut scratch.bounds);
         bounds.clear();
         if let Some(e) = exit {
-            for (j, (path, counts)) in (g.first..).zip(&columns) {
-                let screen = self.score_dots(m, g, j);
-                if g.screened_out(e, p.scores.as_ref(), j, &screen) {
-                    bounds.push((None, Some(0)));
-                    continue;
+            let mut kept = std::mem::take(&mut scratch.kept);
+            let mut j0 = g.first;
+            while j0 < end {
+                let j1 = (j0 + SCREEN_COLUMNS).min(end);
+                self.screen(m, g, e, j0..j1, &mut scratch.dots, &mut kept, exits);
+                j0 = j1;
+                for &(j, screen) in &kept {
+                    let path = g.path_of(self, m, j);
+                    let bound = self.column_exit(e, m, g, j, path, &screen);
+                    let stopped = bound.as_ref().is_some_and(|b| b.stops(path, &[0; 4], g.n0));
+                    columns.push((j, path, [0i64; 4]));
+                    bounds.push((bound, stopped.then_some(0)));
                 }
-                let bound = self.column_exit(e, m, g, j, *path, &screen);
-                let stopped = bound.as_ref().is_some_and(|b| b.stops(*path, counts, g.n0));
-                bounds.push((bound, stopped.then_some(0)));
             }
+            scratch.kept = kept;
+        } else {
+            columns.extend((g.first..end).map(|j| (j, g.path_of(self, m, j), [0i64; 4])));
         }
         let chunk = CHUNK_BYTES / (g.planes_per_row * 4 * 8);
         let mut w0 = 0;
         while w0 < words {
             let w1 = (w0 + chunk).min(words);
             let (gu, uu) = (g.gu.map(|x| &x[w0..w1]), g.uu.map(|x| &x[w0..w1]));
-            for (c, (j, (path, counts))) in (g.first..).zip(columns.iter_mut()).enumerate() {
+            for (c, (j, path, counts)) in columns.iter_mut().enumerate() {
                 if bounds.get(c).is_some_and(|b| b.1.is_some()) {
                     continue; // stopped
                 }
-                let (gv, uv) = (&p.g(j)[w0..w1], &p.u(j)[w0..w1]);
+                let (gv, uv) = (&p.g(*j)[w0..w1], &p.u(*j)[w0..w1]);
                 self.count(*path, gu, uu, gv, uv, counts);
                 if let Some((Some(bound), stopped)) = bounds.get_mut(c)
                     && w1 < words
@@ -906,16 +972,12 @@ impl Bitset {
             }
             w0 = w1;
         }
-        for (c, (j, (path, counts))) in (g.first..).zip(&columns).enumerate() {
+        for (c, &(j, path, ref counts)) in columns.iter().enumerate() {
             let bound = match bounds.get(c) {
                 Some((Some(bound), at)) => Some((bound, *at)),
-                Some((None, Some(_))) => {
-                    exits.add(ExitCounts::before_count(g.live(j), words));
-                    continue; // ruled out by the rank scores
-                }
                 _ => None,
             };
-            self.finish_column(m, g, j, *path, counts, bound, scratch, out, exits);
+            self.finish_column(m, g, j, path, counts, bound, scratch, out, exits);
         }
         scratch.columns = columns;
         scratch.bounds = bounds;
@@ -1017,19 +1079,6 @@ impl Bitset {
             base_hi,
             live,
         })
-    }
-
-    /// The rank scores' dot products `Q` ([`score_bound`]) of group `g`'s
-    /// four rows with column `j`, when the group checks them and the rows
-    /// and the column are complete (the bound holds for complete genes
-    /// only: no dot product is spent on the others).
-    #[inline(always)]
-    fn score_dots(&self, m: &RankedMatrix, g: &Group<'_>, j: usize) -> Option<[i64; 4]> {
-        let (rows, scores) = (g.scores?, self.planes.scores.as_ref()?);
-        if !g.rows_complete || m.has_gaps(j) {
-            return None;
-        }
-        Some(self.ops.score_dot4(rows, scores.of(j)))
     }
 
     /// Adds the counts of `path` (`nd`, or `S` on the two-popcount path)
@@ -1165,8 +1214,28 @@ mod tests {
                     .sum()
             });
             assert_eq!(score_bound::dot4(a, &col), direct, "portable, {len}");
-            for isa in Isa::ALL.into_iter().filter(|i| i.is_available()) {
-                assert_eq!(Ops::new(isa).score_dot4(a, &col), direct, "{isa}, {len}");
+            // Runs of 1 to 5 columns (pairs and an odd one) of stride `len`.
+            for cols in 1..=5usize {
+                if len == 0 {
+                    break;
+                }
+                let run: Vec<i16> = (0..cols).flat_map(|_| draw()).collect();
+                let want: Vec<[i64; 4]> = run
+                    .chunks_exact(len)
+                    .map(|b| {
+                        std::array::from_fn(|k| {
+                            (0..len).map(|p| i64::from(a[k][p]) * i64::from(b[p])).sum()
+                        })
+                    })
+                    .collect();
+                let mut got = vec![[0i64; 4]; cols];
+                score_bound::dots4(a, &run, len, &mut got);
+                assert_eq!(got, want, "portable, {cols} columns of {len}");
+                for isa in Isa::ALL.into_iter().filter(|i| i.is_available()) {
+                    got.fill([0; 4]);
+                    Ops::new(isa).score_dots4(a, &run, len, &mut got);
+                    assert_eq!(got, want, "{isa}, {cols} columns of {len}");
+                }
             }
         }
     }

@@ -10,7 +10,7 @@ pub(super) const OPS: super::Ops = super::Ops {
     xor_pop4,
     disc_pop4,
     s_pop4,
-    score_dot4: crate::kernel::score_bound::dot4,
+    score_dots4: crate::kernel::score_bound::dots4,
 };
 
 /// The portable loops compiled with the POPCNT instruction.
@@ -20,7 +20,7 @@ pub(super) const POPCNT_OPS: super::Ops = super::Ops {
     xor_pop4: popcnt_xor_pop4,
     disc_pop4: popcnt_disc_pop4,
     s_pop4: popcnt_s_pop4,
-    score_dot4: crate::kernel::score_bound::dot4,
+    score_dots4: crate::kernel::score_bound::dots4,
 };
 
 /// The G and L (x_b < x_a) bits of one stretch of a plane row: bit `k` of the first
