@@ -17,6 +17,7 @@ pub(super) const OPS: super::Ops = super::Ops {
     disc_pop4,
     s_pop4,
     score_dots4,
+    screen_columns,
 };
 
 /// Planes of at least this many 256-bit vectors take the Harley–Seal path;
@@ -478,4 +479,17 @@ pub unsafe fn score_dots4(a: [&[i16]; 4], cols: &[i16], stride: usize, out: &mut
         // SAFETY: the caller's AVX2.
         *q = unsafe { score_dot4(a, col) };
     }
+}
+
+/// [`super::screen_columns`] compiled for AVX2: each column's four `f64`
+/// lanes of the rank scores' test in one register.
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[target_feature(enable = "avx2")]
+pub unsafe fn screen_columns(
+    run: &super::ScreenRun<'_, '_>,
+    kept: &mut Vec<(usize, Option<[i64; 4]>)>,
+) -> usize {
+    super::screen_columns(run, kept)
 }

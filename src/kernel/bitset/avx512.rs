@@ -13,6 +13,7 @@ pub(super) const OPS: super::Ops = super::Ops {
     // Every AVX-512 CPU this kernel runs on has AVX2 (`Isa::cpu_supports`
     // checks it): the rank scores' dot product is the AVX2 loop.
     score_dots4: super::avx2::score_dots4,
+    screen_columns: super::avx2::screen_columns,
 };
 
 /// [`super::scalar::compare64`], 16 ranks per comparison (the last ones

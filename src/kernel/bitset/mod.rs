@@ -184,6 +184,9 @@ fn fill_planes(ops: &Ops, ranks: &[u32], g: &mut [u64], u: &mut [u64]) {
 /// [`Ops::score_dots4`]'s pointer type.
 type ScoreDots4 = unsafe fn([&[i16]; 4], &[i16], usize, &mut [[i64; 4]]);
 
+/// [`Ops::screen_columns`]'s pointer type.
+type ScreenColumns = unsafe fn(&ScreenRun<'_, '_>, &mut Vec<(usize, Option<[i64; 4]>)>) -> usize;
+
 /// [`Ops::disc_pop4`]'s and [`Ops::s_pop4`]'s pointer types.
 type TiedPop4<T> = unsafe fn([&[u64]; 4], [&[u64]; 4], &[u64], &[u64]) -> [T; 4];
 
@@ -211,6 +214,9 @@ struct Ops {
     s_pop4: TiedPop4<i64>,
     /// [`score_bound::dots4`] (rank scores).
     score_dots4: ScoreDots4,
+    /// [`screen_columns`] (compiled for the instruction set: its four
+    /// lanes' `f64` tests are one AVX2 register).
+    screen_columns: ScreenColumns,
 }
 
 impl Ops {
@@ -255,6 +261,17 @@ impl Ops {
     fn s_pop4(&self, gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -> [i64; 4] {
         // SAFETY: as in `xor_pop4`.
         unsafe { (self.s_pop4)(gu, uu, gv, uv) }
+    }
+
+    /// [`screen_columns`].
+    #[inline]
+    fn screen_columns(
+        &self,
+        run: &ScreenRun<'_, '_>,
+        kept: &mut Vec<(usize, Option<[i64; 4]>)>,
+    ) -> usize {
+        // SAFETY: as in `compare64`.
+        unsafe { (self.screen_columns)(run, kept) }
     }
 
     /// [`score_bound::dots4`].
@@ -532,6 +549,37 @@ impl<'a> Group<'a> {
             Path::TwoPopcounts
         }
     }
+}
+
+/// A run of a group's complete-row columns with their rank scores' dot
+/// products ([`Bitset::screen`]), for [`screen_columns`].
+struct ScreenRun<'r, 'g> {
+    m: &'r RankedMatrix,
+    g: &'r Group<'g>,
+    exit: &'r SBound,
+    scores: &'r RankScores,
+    cols: Range<usize>,
+    dots: &'r [[i64; 4]],
+}
+
+/// The columns of `run` left to count, pushed to `kept` in order with
+/// their dot products (without them where the column has missing values:
+/// the bound holds for complete genes only); returns the pairs of the
+/// others, which the scores rule out ([`Group::screened_out`]). Inlined into
+/// each instruction set's `screen_columns`.
+#[inline(always)]
+fn screen_columns(run: &ScreenRun<'_, '_>, kept: &mut Vec<(usize, Option<[i64; 4]>)>) -> usize {
+    let mut stopped = 0;
+    for (j, q) in run.cols.clone().zip(run.dots) {
+        if run.m.has_gaps(j) {
+            kept.push((j, None));
+        } else if run.g.screened_out(run.exit, run.scores, j, q) {
+            stopped += run.g.live(j);
+        } else {
+            kept.push((j, Some(*q)));
+        }
+    }
+    stopped
 }
 
 /// What a block's groups reuse: the chunked loop's columns and bounds, and
@@ -893,16 +941,15 @@ impl Bitset {
         dots.resize(cols.len(), [0; 4]);
         self.ops
             .score_dots4(rows, scores.of_genes(cols.clone()), scores.stride(), dots);
-        let mut stopped = 0;
-        for (j, q) in cols.zip(dots.iter()) {
-            if m.has_gaps(j) {
-                kept.push((j, None));
-            } else if g.screened_out(exit, scores, j, q) {
-                stopped += g.live(j);
-            } else {
-                kept.push((j, Some(*q)));
-            }
-        }
+        let run = ScreenRun {
+            m,
+            g,
+            exit,
+            scores,
+            cols,
+            dots,
+        };
+        let stopped = self.ops.screen_columns(&run, kept);
         exits.add(ExitCounts::before_count(stopped, self.planes.words()));
     }
 

@@ -11,6 +11,7 @@ pub(super) const OPS: super::Ops = super::Ops {
     disc_pop4,
     s_pop4,
     score_dots4: crate::kernel::score_bound::dots4,
+    screen_columns,
 };
 
 /// The portable loops compiled with the POPCNT instruction.
@@ -21,7 +22,16 @@ pub(super) const POPCNT_OPS: super::Ops = super::Ops {
     disc_pop4: popcnt_disc_pop4,
     s_pop4: popcnt_s_pop4,
     score_dots4: crate::kernel::score_bound::dots4,
+    screen_columns,
 };
+
+/// [`super::screen_columns`], portable.
+fn screen_columns(
+    run: &super::ScreenRun<'_, '_>,
+    kept: &mut Vec<(usize, Option<[i64; 4]>)>,
+) -> usize {
+    super::screen_columns(run, kept)
+}
 
 /// The G and L (x_b < x_a) bits of one stretch of a plane row: bit `k` of the first
 /// word is set when `chunk[k] > ra` (`chunk[k]` present), of the second when
