@@ -205,6 +205,38 @@ fn early_exit_leaves_out_only_failing_pairs_on_every_isa() {
     );
 }
 
+/// Groups' columns are checked against the rank scores in runs of 64: with
+/// 140 genes a group's columns span three runs, near copies of one gene
+/// (pairs that pass) sit in each, and a gene with missing values in the
+/// middle of one; whole planes (n = 57) and chunks of words (n = 330).
+#[test]
+fn early_exit_across_runs_of_columns() {
+    let mut rng = SmallRng::seed_from_u64(4_764);
+    let g = 140;
+    for n in [57usize, 330] {
+        let base: Vec<f64> = (0..n).map(|_| f64::from(rng.random_range(0..n as u32))).collect();
+        let mut values = Vec::with_capacity(g * n);
+        for k in 0..g {
+            for &b in &base {
+                let x = if k % 33 == 1 && rng.random::<f64>() < 0.95 {
+                    b
+                } else {
+                    f64::from(rng.random_range(0..n as u32))
+                };
+                values.push(if k == 100 && rng.random::<f64>() < 0.1 { f64::NAN } else { x });
+            }
+        }
+        let m = RankedMatrix::from_values(g, n, &values);
+        let mut stopped = 0;
+        for t in [0.5, 0.8] {
+            for variant in [Variant::A, Variant::B] {
+                stopped += check(&m, &abs(col("tau")).gt_eq(lit(t)), variant).0;
+            }
+        }
+        assert!(stopped > 0, "n {n}: no pair stopped");
+    }
+}
+
 /// Where pairs must stop: random genes without ties under `abs(tau) >=
 /// 0.8` stop on every instruction set, after a share of their words, and
 /// zero-inflated genes stop in the zero-inflated kernel.
