@@ -11,7 +11,8 @@ pub(super) const OPS: super::Ops = super::Ops {
     disc_pop4,
     s_pop4,
     // Every AVX-512 CPU this kernel runs on has AVX2 (`Isa::cpu_supports`
-    // checks it): the rank scores' dot product is the AVX2 loop.
+    // checks it): the rank scores' dot products and test are the AVX2
+    // loops.
     score_dots4: super::avx2::score_dots4,
     screen_columns: super::avx2::screen_columns,
 };
