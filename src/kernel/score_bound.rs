@@ -153,7 +153,10 @@ impl RankScores {
     /// compares with a filter, without a division.
     #[inline(always)]
     pub fn scaled(&self, q: i64) -> (f64, f64) {
-        ((q - self.triples) as f64, (q + self.triples) as f64)
+        // One conversion of `q`: `q`, `C` and `q ± C` are integers below
+        // 2^53, so the sums in `f64` are exact too.
+        let (q, c) = (q as f64, self.triples as f64);
+        (q - c, q + c)
     }
 
     /// [`RankScores::scaled`] of four dot products: the lower ends, then

@@ -228,10 +228,8 @@ fn early_exit_across_runs_of_columns() {
         }
         let m = RankedMatrix::from_values(g, n, &values);
         let mut stopped = 0;
-        for t in [0.5, 0.8] {
-            for variant in [Variant::A, Variant::B] {
-                stopped += check(&m, &abs(col("tau")).gt_eq(lit(t)), variant).0;
-            }
+        for (t, variant) in [(0.5, Variant::A), (0.8, Variant::B)] {
+            stopped += check(&m, &abs(col("tau")).gt_eq(lit(t)), variant).0;
         }
         assert!(stopped > 0, "n {n}: no pair stopped");
     }
