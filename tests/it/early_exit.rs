@@ -214,7 +214,9 @@ fn early_exit_across_runs_of_columns() {
     let mut rng = SmallRng::seed_from_u64(4_764);
     let g = 140;
     for n in [57usize, 330] {
-        let base: Vec<f64> = (0..n).map(|_| f64::from(rng.random_range(0..n as u32))).collect();
+        let base: Vec<f64> = (0..n)
+            .map(|_| f64::from(rng.random_range(0..n as u32)))
+            .collect();
         let mut values = Vec::with_capacity(g * n);
         for k in 0..g {
             for &b in &base {
@@ -223,7 +225,11 @@ fn early_exit_across_runs_of_columns() {
                 } else {
                     f64::from(rng.random_range(0..n as u32))
                 };
-                values.push(if k == 100 && rng.random::<f64>() < 0.1 { f64::NAN } else { x });
+                values.push(if k == 100 && rng.random::<f64>() < 0.1 {
+                    f64::NAN
+                } else {
+                    x
+                });
             }
         }
         let m = RankedMatrix::from_values(g, n, &values);

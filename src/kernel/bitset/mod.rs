@@ -866,44 +866,65 @@ impl Bitset {
             }
             return;
         };
+        self.each_unscreened(m, g, e, end, scratch, exits, |j, screen, scratch, exits| {
+            let (gv, uv) = (p.g(j), p.u(j));
+            let path = g.path_of(self, m, j);
+            let mut counts = [0i64; 4];
+            let Some(bound) = self.column_exit(e, m, g, j, path, &screen) else {
+                self.count(path, g.gu, g.uu, gv, uv, &mut counts);
+                self.finish_column(m, g, j, path, &counts, None, scratch, out, exits);
+                return;
+            };
+            let mut w0 = 0;
+            let mut stopped = bound.stops(path, &counts, g.n0);
+            while !stopped && w0 < words {
+                let w1 = (w0 + if w0 == 0 { first } else { step }).min(words);
+                let (gu, uu) = (g.gu.map(|x| &x[w0..w1]), g.uu.map(|x| &x[w0..w1]));
+                self.count(path, gu, uu, &gv[w0..w1], &uv[w0..w1], &mut counts);
+                w0 = w1;
+                if w0 < words {
+                    stopped = bound.stops(path, &counts, left_after(g.n0, w0));
+                }
+            }
+            let at = stopped.then_some(w0);
+            self.finish_column(
+                m,
+                g,
+                j,
+                path,
+                &counts,
+                Some((&bound, at)),
+                scratch,
+                out,
+                exits,
+            );
+        });
+    }
+
+    /// Calls `f` with each of group `g`'s columns `g.first..end` that the
+    /// rank scores do not rule out under `exit`, in order, with its dot
+    /// products where computed ([`Bitset::screen`], a run of
+    /// [`SCREEN_COLUMNS`] at a time), and with `scratch` and `exits`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn each_unscreened(
+        &self,
+        m: &RankedMatrix,
+        g: &Group<'_>,
+        exit: &SBound,
+        end: usize,
+        scratch: &mut Scratch,
+        exits: &mut ExitCounts,
+        mut f: impl FnMut(usize, Option<[i64; 4]>, &mut Scratch, &mut ExitCounts),
+    ) {
         let mut kept = std::mem::take(&mut scratch.kept);
         let mut j0 = g.first;
         while j0 < end {
             let j1 = (j0 + SCREEN_COLUMNS).min(end);
-            self.screen(m, g, e, j0..j1, &mut scratch.dots, &mut kept, exits);
+            self.screen(m, g, exit, j0..j1, &mut scratch.dots, &mut kept, exits);
             j0 = j1;
             for &(j, screen) in &kept {
-                let (gv, uv) = (p.g(j), p.u(j));
-                let path = g.path_of(self, m, j);
-                let mut counts = [0i64; 4];
-                let Some(bound) = self.column_exit(e, m, g, j, path, &screen) else {
-                    self.count(path, g.gu, g.uu, gv, uv, &mut counts);
-                    self.finish_column(m, g, j, path, &counts, None, scratch, out, exits);
-                    continue;
-                };
-                let mut w0 = 0;
-                let mut stopped = bound.stops(path, &counts, g.n0);
-                while !stopped && w0 < words {
-                    let w1 = (w0 + if w0 == 0 { first } else { step }).min(words);
-                    let (gu, uu) = (g.gu.map(|x| &x[w0..w1]), g.uu.map(|x| &x[w0..w1]));
-                    self.count(path, gu, uu, &gv[w0..w1], &uv[w0..w1], &mut counts);
-                    w0 = w1;
-                    if w0 < words {
-                        stopped = bound.stops(path, &counts, left_after(g.n0, w0));
-                    }
-                }
-                let at = stopped.then_some(w0);
-                self.finish_column(
-                    m,
-                    g,
-                    j,
-                    path,
-                    &counts,
-                    Some((&bound, at)),
-                    scratch,
-                    out,
-                    exits,
-                );
+                f(j, screen, scratch, exits);
             }
         }
         scratch.kept = kept;
@@ -981,21 +1002,13 @@ impl Bitset {
         let mut bounds = std::mem::take(&mut scratch.bounds);
         bounds.clear();
         if let Some(e) = exit {
-            let mut kept = std::mem::take(&mut scratch.kept);
-            let mut j0 = g.first;
-            while j0 < end {
-                let j1 = (j0 + SCREEN_COLUMNS).min(end);
-                self.screen(m, g, e, j0..j1, &mut scratch.dots, &mut kept, exits);
-                j0 = j1;
-                for &(j, screen) in &kept {
-                    let path = g.path_of(self, m, j);
-                    let bound = self.column_exit(e, m, g, j, path, &screen);
-                    let stopped = bound.as_ref().is_some_and(|b| b.stops(path, &[0; 4], g.n0));
-                    columns.push((j, path, [0i64; 4]));
-                    bounds.push((bound, stopped.then_some(0)));
-                }
-            }
-            scratch.kept = kept;
+            self.each_unscreened(m, g, e, end, scratch, exits, |j, screen, _, _| {
+                let path = g.path_of(self, m, j);
+                let bound = self.column_exit(e, m, g, j, path, &screen);
+                let stopped = bound.as_ref().is_some_and(|b| b.stops(path, &[0; 4], g.n0));
+                columns.push((j, path, [0i64; 4]));
+                bounds.push((bound, stopped.then_some(0)));
+            });
         } else {
             columns.extend((g.first..end).map(|j| (j, g.path_of(self, m, j), [0i64; 4])));
         }
