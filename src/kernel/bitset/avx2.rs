@@ -369,7 +369,7 @@ pub unsafe fn s_pop4(gu: [&[u64]; 4], uu: [&[u64]; 4], gv: &[u64], uv: &[u64]) -
 
 /// The four `i32` sums of the lanes of `acc` (one register a row), added
 /// to `total`: a chunk's sum and every partial sum of its lanes are below
-/// 2^30 (see [`score_dot4`]), so `vphaddd` does not wrap.
+/// 2^30 (see [`dots_of`]), so `vphaddd` does not wrap.
 #[inline]
 #[target_feature(enable = "avx2")]
 fn add_lane_sums(total: &mut [i64; 4], acc: [__m256i; 4]) {
@@ -383,101 +383,74 @@ fn add_lane_sums(total: &mut [i64; 4], acc: [__m256i; 4]) {
     total[3] += i64::from(_mm_extract_epi32::<3>(sums));
 }
 
-/// [`score_bound::dot4`](crate::kernel::score_bound::dot4) with
-/// `vpmaddwd`, 16 scores a register: each `i32` lane adds 32 products per
-/// chunk of [`CHUNK`](crate::kernel::score_bound::CHUNK) scores (below
-/// 2^27 in size for rank scores, and any sum of the 8 lanes below 2^30),
-/// and the chunks add up in `i64`. A tail shorter
-/// than a register (none for padded scores) takes the portable loop.
-///
-/// # Safety
-/// The CPU must support AVX2.
+/// [`score_bound::dot4`](crate::kernel::score_bound::dot4) of the four
+/// rows `a` with each of the `C` columns `b` (of one length, the rows at
+/// least as long), with `vpmaddwd`, 16 scores a register, each load of a
+/// row's scores feeding every column's sum: each `i32` lane adds 32
+/// products per chunk of [`CHUNK`](crate::kernel::score_bound::CHUNK)
+/// scores (below 2^27 in size for rank scores, and any sum of the 8 lanes
+/// below 2^30), and the chunks add up in `i64`. A tail shorter than a
+/// register (none for padded scores) takes the portable loop.
+#[inline]
 #[target_feature(enable = "avx2")]
-unsafe fn score_dot4(a: [&[i16]; 4], b: &[i16]) -> [i64; 4] {
+fn dots_of<const C: usize>(a: [&[i16]; 4], b: [&[i16]; C]) -> [[i64; 4]; C] {
     use crate::kernel::score_bound::{CHUNK, dot4};
-    let a = a.map(|r| &r[..b.len()]);
-    let whole = b.len() / 16 * 16;
-    let mut total = [0i64; 4];
+    let len = b[0].len();
+    assert!(b.iter().all(|c| c.len() == len));
+    let a = a.map(|r| &r[..len]);
+    let whole = len / 16 * 16;
+    let mut total = [[0i64; 4]; C];
     let mut start = 0;
     while start < whole {
         let end = (start + CHUNK).min(whole);
-        let mut acc = [_mm256_setzero_si256(); 4];
+        let mut acc = [[_mm256_setzero_si256(); 4]; C];
         let mut p = start;
         while p < end {
-            // SAFETY: p + 16 <= whole <= b.len() = a[k].len(); unaligned loads.
-            let bv = unsafe { _mm256_loadu_si256(b.as_ptr().add(p).cast()) };
+            let mut v = [_mm256_setzero_si256(); C];
+            for c in 0..C {
+                // SAFETY: p + 16 <= whole <= len = b[c].len(); unaligned load.
+                v[c] = unsafe { _mm256_loadu_si256(b[c].as_ptr().add(p).cast()) };
+            }
             for k in 0..4 {
-                // SAFETY: as above.
+                // SAFETY: p + 16 <= len = a[k].len(); unaligned load.
                 let av = unsafe { _mm256_loadu_si256(a[k].as_ptr().add(p).cast()) };
-                acc[k] = _mm256_add_epi32(acc[k], _mm256_madd_epi16(av, bv));
+                for c in 0..C {
+                    acc[c][k] = _mm256_add_epi32(acc[c][k], _mm256_madd_epi16(av, v[c]));
+                }
             }
             p += 16;
         }
-        add_lane_sums(&mut total, acc);
+        for c in 0..C {
+            add_lane_sums(&mut total[c], acc[c]);
+        }
         start = end;
     }
-    if whole < b.len() {
-        let tail = dot4(a.map(|r| &r[whole..]), &b[whole..]);
-        (0..4).for_each(|k| total[k] += tail[k]);
+    if whole < len {
+        for c in 0..C {
+            let tail = dot4(a.map(|r| &r[whole..]), &b[c][whole..]);
+            (0..4).for_each(|k| total[c][k] += tail[k]);
+        }
     }
     total
 }
 
 /// [`score_bound::dots4`](crate::kernel::score_bound::dots4): two columns
-/// at a time, each load of a row's 16 scores feeding both columns' sums
-/// (eight accumulators), chunked as [`score_dot4`]; a last odd column, or
-/// a `stride` that is not a multiple of 16, takes [`score_dot4`].
+/// at a time ([`dots_of`], eight accumulators), a last odd column alone.
 ///
 /// # Safety
 /// The CPU must support AVX2.
 #[target_feature(enable = "avx2")]
 pub unsafe fn score_dots4(a: [&[i16]; 4], cols: &[i16], stride: usize, out: &mut [[i64; 4]]) {
-    use crate::kernel::score_bound::CHUNK;
     assert!(stride > 0 && cols.len() == out.len() * stride);
-    let a = a.map(|r| &r[..stride]);
-    let mut pairs = 0;
-    if stride.is_multiple_of(16) {
-        for (q, two) in out.chunks_exact_mut(2).zip(cols.chunks_exact(2 * stride)) {
-            let (b0, b1) = two.split_at(stride);
-            let (mut t0, mut t1) = ([0i64; 4], [0i64; 4]);
-            let mut start = 0;
-            while start < stride {
-                let end = (start + CHUNK).min(stride);
-                let (mut acc0, mut acc1) =
-                    ([_mm256_setzero_si256(); 4], [_mm256_setzero_si256(); 4]);
-                let mut p = start;
-                while p < end {
-                    // SAFETY: p + 16 <= stride = b0.len() = b1.len() = a[k].len()
-                    // (stride a multiple of 16); unaligned loads.
-                    let (v0, v1) = unsafe {
-                        (
-                            _mm256_loadu_si256(b0.as_ptr().add(p).cast()),
-                            _mm256_loadu_si256(b1.as_ptr().add(p).cast()),
-                        )
-                    };
-                    for k in 0..4 {
-                        // SAFETY: as above.
-                        let av = unsafe { _mm256_loadu_si256(a[k].as_ptr().add(p).cast()) };
-                        acc0[k] = _mm256_add_epi32(acc0[k], _mm256_madd_epi16(av, v0));
-                        acc1[k] = _mm256_add_epi32(acc1[k], _mm256_madd_epi16(av, v1));
-                    }
-                    p += 16;
-                }
-                add_lane_sums(&mut t0, acc0);
-                add_lane_sums(&mut t1, acc1);
-                start = end;
-            }
-            q[0] = t0;
-            q[1] = t1;
-            pairs += 1;
-        }
+    let mut outs = out.chunks_exact_mut(2);
+    let mut twos = cols.chunks_exact(2 * stride);
+    for (q, two) in (&mut outs).zip(&mut twos) {
+        let (b0, b1) = two.split_at(stride);
+        let [q0, q1] = dots_of(a, [b0, b1]);
+        (q[0], q[1]) = (q0, q1);
     }
-    for (q, col) in out[2 * pairs..]
-        .iter_mut()
-        .zip(cols[2 * pairs * stride..].chunks_exact(stride))
-    {
-        // SAFETY: the caller's AVX2.
-        *q = unsafe { score_dot4(a, col) };
+    if let [q] = outs.into_remainder() {
+        [*q] = dots_of(a, [twos.remainder()]);
     }
 }
 

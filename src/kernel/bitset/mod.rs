@@ -348,8 +348,9 @@ const WHOLE_ROWS_BYTES: usize = 24 << 10;
 const CHUNK_BYTES: usize = 16 << 10;
 
 /// Columns whose rank scores' dot products a group takes from one call
-/// ([`Bitset::screen`]): the call's cost spread over them, their products
-/// (32 bytes each) in the L1 cache when the columns' test reads them.
+/// ([`Bitset::each_unscreened`]): the call's cost spread over them, their
+/// products (32 bytes each) in the L1 cache when the columns' test reads
+/// them. Measured only at this value (not tuned).
 const SCREEN_COLUMNS: usize = 64;
 
 /// `S` of genes `i` and `j` on the one-popcount path from their discordant
@@ -551,8 +552,8 @@ impl<'a> Group<'a> {
     }
 }
 
-/// A run of a group's complete-row columns with their rank scores' dot
-/// products ([`Bitset::screen`]), for [`screen_columns`].
+/// A run of a group's columns (its rows complete) with their rank scores'
+/// dot products ([`Bitset::each_unscreened`]), for [`screen_columns`].
 struct ScreenRun<'r, 'g> {
     m: &'r RankedMatrix,
     g: &'r Group<'g>,
@@ -597,8 +598,8 @@ struct Scratch {
     ranks4: Vec<[i32; 4]>,
     interleaved: bool,
     /// Under a bound, the rank scores' dot products of a run of a group's
-    /// columns ([`Bitset::screen`]), and the columns of the run left to
-    /// count, with their dot products where computed.
+    /// columns ([`Bitset::each_unscreened`]), and the columns of the run
+    /// left to count, with their dot products where computed.
     dots: Vec<[i64; 4]>,
     kept: Vec<(usize, Option<[i64; 4]>)>,
 }
@@ -902,9 +903,13 @@ impl Bitset {
     }
 
     /// Calls `f` with each of group `g`'s columns `g.first..end` that the
-    /// rank scores do not rule out under `exit`, in order, with its dot
-    /// products where computed ([`Bitset::screen`], a run of
-    /// [`SCREEN_COLUMNS`] at a time), and with `scratch` and `exits`.
+    /// rank scores do not rule out under `exit`, in order, with their dot
+    /// products where computed, and with `scratch` and `exits`; the pairs
+    /// of the columns ruled out are added to `exits`, stopped before their
+    /// first word. The dot products come [`SCREEN_COLUMNS`] columns a call
+    /// and are tested by [`screen_columns`]; they are only computed where
+    /// the group checks the scores and its rows are complete, and only used
+    /// for complete columns (the bound holds for complete genes only).
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn each_unscreened(
@@ -917,61 +922,45 @@ impl Bitset {
         exits: &mut ExitCounts,
         mut f: impl FnMut(usize, Option<[i64; 4]>, &mut Scratch, &mut ExitCounts),
     ) {
-        let mut kept = std::mem::take(&mut scratch.kept);
-        let mut j0 = g.first;
-        while j0 < end {
-            let j1 = (j0 + SCREEN_COLUMNS).min(end);
-            self.screen(m, g, exit, j0..j1, &mut scratch.dots, &mut kept, exits);
-            j0 = j1;
-            for &(j, screen) in &kept {
-                f(j, screen, scratch, exits);
-            }
-        }
-        scratch.kept = kept;
-    }
-
-    /// Group `g`'s columns `cols` (at most [`SCREEN_COLUMNS`]) that need
-    /// counting under `exit`, into `kept` in order, each with the rank
-    /// scores' dot products where the group checks them
-    /// ([`Group::screened_out`]; `dots` is scratch). The pairs of the columns
-    /// the scores rule out are added to `exits`, stopped before their
-    /// first word. The dot products are only used for complete rows and
-    /// columns (the bound holds for complete genes only; a run's dot
-    /// products come from one call, so a column with missing values gets
-    /// one that is never read).
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    fn screen(
-        &self,
-        m: &RankedMatrix,
-        g: &Group<'_>,
-        exit: &SBound,
-        cols: Range<usize>,
-        dots: &mut Vec<[i64; 4]>,
-        kept: &mut Vec<(usize, Option<[i64; 4]>)>,
-        exits: &mut ExitCounts,
-    ) {
-        kept.clear();
         let (Some(rows), Some(scores), true) =
             (g.scores, self.planes.scores.as_ref(), g.rows_complete)
         else {
-            kept.extend(cols.map(|j| (j, None)));
+            for j in g.first..end {
+                f(j, None, scratch, exits);
+            }
             return;
         };
-        dots.clear();
-        dots.resize(cols.len(), [0; 4]);
-        self.ops
-            .score_dots4(rows, scores.of_genes(cols.clone()), scores.stride(), dots);
-        let run = ScreenRun {
-            m,
-            g,
-            exit,
-            scores,
-            cols,
-            dots,
-        };
-        let stopped = self.ops.screen_columns(&run, kept);
-        exits.add(ExitCounts::before_count(stopped, self.planes.words()));
+        let mut dots = std::mem::take(&mut scratch.dots);
+        let mut kept = std::mem::take(&mut scratch.kept);
+        let mut j0 = g.first;
+        while j0 < end {
+            let cols = j0..(j0 + SCREEN_COLUMNS).min(end);
+            j0 = cols.end;
+            dots.clear();
+            dots.resize(cols.len(), [0; 4]);
+            self.ops.score_dots4(
+                rows,
+                scores.of_genes(cols.clone()),
+                scores.stride(),
+                &mut dots,
+            );
+            kept.clear();
+            let run = ScreenRun {
+                m,
+                g,
+                exit,
+                scores,
+                cols,
+                dots: &dots,
+            };
+            let stopped = self.ops.screen_columns(&run, &mut kept);
+            exits.add(ExitCounts::before_count(stopped, self.planes.words()));
+            for &(j, q) in &kept {
+                f(j, q, scratch, exits);
+            }
+        }
+        scratch.dots = dots;
+        scratch.kept = kept;
     }
 
     /// A group's columns `g.first..end` in chunks of words, every column per
