@@ -238,6 +238,19 @@ fn early_exit_across_runs_of_columns() {
             stopped += check(&m, &abs(col("tau")).gt_eq(lit(t)), variant).0;
         }
         assert!(stopped > 0, "n {n}: no pair stopped");
+        // The runs were screened: the scores stopped pairs before a word.
+        let pred = TauPredicate::from_expr(&abs(col("tau")).gt_eq(lit(0.8))).unwrap();
+        let bound = SBound::new(&pred, Variant::B, &m).map(Arc::new);
+        let planes = Arc::new(BitPlanes::build(&m));
+        let kernel = PairKernel::new(KernelKind::Bitset, n, Isa::detect(), Some(planes)).unwrap();
+        let mut kernel = kernel.with_early_exit(bound);
+        let rows: Vec<u32> = (0..g as u32).collect();
+        kernel.block(&m, &rows, 0..g, &mut Vec::new());
+        let before = kernel.take_exits().before_count;
+        assert!(
+            before > g * (g - 1) / 4,
+            "n {n}: {before} pairs stopped before a word"
+        );
     }
 }
 
