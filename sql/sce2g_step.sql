@@ -17,18 +17,13 @@ CREATE EXTERNAL TABLE pairs (gene VARCHAR, peak VARCHAR) STORED AS CSV
 LOCATION 'data/sce2g/pairs.tsv'
 OPTIONS ('format.delimiter' E'\t', 'format.has_header' 'false');
 
--- The pairs file in one partition, so that row_number() numbers its lines
--- in file order.
-SET datafusion.optimizer.repartition_file_scans = false;
-CREATE VIEW numbered AS SELECT row_number() OVER () AS line, gene, peak FROM pairs;
-
--- Every line, in order: its pair's tau (the shortest text that reads back
--- as the same float), NA for a pair left out or a NaN tau.
+-- Every line of the pairs file, in order (kendall_candidate_taus gives
+-- one row per line, ordered by line): its pair's tau (the shortest text
+-- that reads back as the same float), NA for a line whose gene or peak the
+-- matrices lack (NULL) or a NaN tau.
 COPY (
-  SELECT CASE WHEN k.tau IS NULL OR isnan(k.tau) THEN 'NA'
-              ELSE CAST(k.tau AS VARCHAR) END AS tau
-  FROM numbered n
-  LEFT JOIN kendall_candidate_pairs('pairs', 'rna', 'atac') k
-    ON k.gene_i = n.gene AND k.gene_j = n.peak
-  ORDER BY n.line
+  SELECT CASE WHEN tau IS NULL OR isnan(tau) THEN 'NA'
+              ELSE CAST(tau AS VARCHAR) END AS tau
+  FROM kendall_candidate_taus('pairs', 'rna', 'atac')
+  ORDER BY line
 ) TO 'sce2g_tau.txt' STORED AS CSV OPTIONS ('format.has_header' 'false');

@@ -21,6 +21,10 @@ pub const CROSS_PAIRS: &str = "kendall_cross_pairs";
 /// SQL name of the candidate-list table function.
 pub const CANDIDATE_PAIRS: &str = "kendall_candidate_pairs";
 
+/// SQL name of the table function giving a candidate list's taus line by
+/// line, in its order.
+pub const CANDIDATE_TAUS: &str = "kendall_candidate_taus";
+
 /// The first gene of a pair (`gene_i < gene_j` in input order).
 pub const GENE_I: &str = "gene_i";
 /// The second gene of a pair.
@@ -41,6 +45,8 @@ pub const GENE: &str = "gene";
 pub const PARTNER: &str = "partner";
 /// Top partners: 1 for the strongest partner.
 pub const RANK: &str = "rank";
+/// Candidate taus: the line (row) of the candidate list, from 1.
+pub const LINE: &str = "line";
 
 /// Positions of the columns of [`pair_schema`].
 pub mod pair_column {
@@ -106,6 +112,26 @@ pub fn top_partners_schema() -> SchemaRef {
         Field::new(RANK, DataType::Int64, false),
         Field::new(P_VALUE, DataType::Float64, true),
         Field::new(N, DataType::Int64, false),
+    ]))
+}
+
+/// Positions of the columns of [`candidate_taus_schema`].
+pub mod line_column {
+    /// `line`.
+    pub const LINE: usize = 0;
+    /// `tau`.
+    pub const TAU: usize = 1;
+}
+
+/// The output schema of `kendall_candidate_taus`: `line` (Int64, the
+/// candidate list's row, from 1, in the list's order) and `tau` (Float64:
+/// the pair's tau as `kendall_candidate_pairs` computes it, NaN where it is
+/// undefined or the pair shares fewer than `kendall.min_periods` samples,
+/// NULL where the line names no pair of the matrices).
+pub fn candidate_taus_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new(LINE, DataType::Int64, false),
+        Field::new(TAU, DataType::Float64, true),
     ]))
 }
 

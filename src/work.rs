@@ -593,6 +593,7 @@ mod tests {
         let pairs = ListedPairs {
             first: vec![0, 0, 0, 2, 5, 5, 7],
             second: vec![1, 3, 6, 1, 0, 4, 2],
+            lines: Vec::new(),
         };
         let listed: Vec<(u32, u32)> = pairs
             .first

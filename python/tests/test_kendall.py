@@ -305,7 +305,8 @@ def test_progress_bar_counts_every_pair(capsys):
 def test_versions():
     assert dk.DATAFUSION_MAJOR == int(datafusion.__version__.split(".")[0])
     assert set(dk.FUNCTIONS) == {"kendall_all_pairs", "kendall_top_partners",
-                                 "kendall_cross_pairs", "kendall_candidate_pairs"}
+                                 "kendall_cross_pairs", "kendall_candidate_pairs",
+                                 "kendall_candidate_taus"}
     cargo = (REPO / "Cargo.toml").read_text()
     assert f'version = "{dk.__version__}"' in cargo
     # The wheel pins the datafusion package to the major it was built on.

@@ -191,6 +191,9 @@ struct ConfigProto {
     /// Grouped samples (`kendall.groups`): a leading `group` column.
     #[prost(bool, tag = "22")]
     grouped: bool,
+    /// `kendall_candidate_taus`: the list's lines, in order.
+    #[prost(bool, tag = "23")]
+    in_list_order: bool,
 }
 
 /// A `KendallExec` node (its children, the input scans, travel apart).
@@ -474,6 +477,7 @@ fn encode_config(config: &ScanConfig) -> Result<ConfigProto> {
         alternative: config.alternative.to_string(),
         continuity: config.continuity == Continuity::On,
         grouped: config.grouped,
+        in_list_order: config.in_list_order,
     })
 }
 
@@ -543,6 +547,7 @@ fn decode_config(proto: ConfigProto, ctx: &TaskContext) -> Result<ScanConfig> {
         cluster: proto.cluster,
         grouped: proto.grouped,
         group_predicate,
+        in_list_order: proto.in_list_order,
     })
 }
 

@@ -126,7 +126,11 @@ fn distinct_pairs(first: &[u32], second: &[u32], left: usize) -> (ListedPairs, O
 
 /// Every listed pair of `prepared` computed, one thread per partition, each
 /// writing its run of the list's taus.
-fn compute(prepared: &Prepared, config: &ScanConfig, stop: &AtomicBool) -> Result<Vec<f64>> {
+pub(super) fn compute(
+    prepared: &Prepared,
+    config: &ScanConfig,
+    stop: &AtomicBool,
+) -> Result<Vec<f64>> {
     let ranges = prepared
         .work
         .listed_ranges()

@@ -69,6 +69,10 @@ pub struct ScanConfig {
     /// Grouped samples: the pushed-down filter on `group` (groups it leaves
     /// out are never computed).
     pub group_predicate: Option<Arc<GroupPredicate>>,
+    /// `kendall_candidate_taus`: one row per line of the candidate list, in
+    /// its order (`line`, `tau`), from one output partition; the listed
+    /// pairs are computed on `partitions` threads.
+    pub in_list_order: bool,
 }
 
 impl ScanConfig {
@@ -114,6 +118,7 @@ impl ScanConfig {
             cluster: false,
             grouped: false,
             group_predicate: None,
+            in_list_order: false,
         })
     }
 
@@ -145,6 +150,7 @@ impl ScanConfig {
     pub(crate) fn reads_q_value(&self, projection: &[usize]) -> bool {
         let projection = &self.pair_columns(projection);
         self.top_k.is_none()
+            && !self.in_list_order
             && (projection.contains(&schema::pair_column::Q_VALUE)
                 || self.predicate.as_ref().is_some_and(|p| p.reads_q_value()))
     }
@@ -155,6 +161,9 @@ impl ScanConfig {
         if self.reads_q_value(projection) {
             return true;
         }
+        if self.in_list_order {
+            return false;
+        }
         let projection = &self.pair_columns(projection);
         let column = match self.top_k {
             Some(_) => schema::top_column::P_VALUE,
@@ -163,12 +172,22 @@ impl ScanConfig {
         projection.contains(&column) || self.predicate.as_ref().is_some_and(|p| p.reads_p_value())
     }
 
+    /// Partitions the scan's output has: one in list order, else
+    /// `partitions`.
+    pub(crate) fn output_partitions(&self) -> usize {
+        match self.in_list_order {
+            true => 1,
+            false => self.partitions,
+        }
+    }
+
     /// Whether a scan producing the columns `projection` reads `n`.
     pub(crate) fn reads_n(&self, projection: &[usize]) -> bool {
-        self.pair_columns(projection).contains(&match self.top_k {
-            Some(_) => schema::top_column::N,
-            None => schema::pair_column::N,
-        })
+        !self.in_list_order
+            && self.pair_columns(projection).contains(&match self.top_k {
+                Some(_) => schema::top_column::N,
+                None => schema::pair_column::N,
+            })
     }
 
     /// The full output schema of the scan (before projection): with a
@@ -185,6 +204,7 @@ impl ScanConfig {
     pub(crate) fn pair_schema(&self) -> datafusion::arrow::datatypes::SchemaRef {
         match self.top_k {
             Some(_) => schema::top_partners_schema(),
+            None if self.in_list_order => schema::candidate_taus_schema(),
             None => schema::pair_schema(self.gene_ids),
         }
     }

@@ -27,6 +27,7 @@ mod batch;
 pub mod config;
 mod dictionary;
 mod groups;
+mod listed;
 pub mod node;
 mod prepare;
 pub mod progress;

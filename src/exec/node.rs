@@ -8,7 +8,7 @@ use std::sync::Arc;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
-use datafusion::physical_expr::{EquivalenceProperties, PhysicalExpr};
+use datafusion::physical_expr::PhysicalExpr;
 use datafusion::physical_plan::coop::make_cooperative;
 use datafusion::physical_plan::execution_plan::{
     Boundedness, ChildrenPropertiesMode, EmissionType, ReplaceChildrenOptions, SchedulingType,
@@ -25,6 +25,7 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::ScanConfig;
 use super::groups::{GroupCounters, GroupedInput, GroupedPartition};
+use super::listed;
 use super::prepare::{Prepared, StageMetrics, load as load_input, pairs_per_group, prepare};
 use super::progress::{LiveScan, Progress, live_scans};
 use super::slices::{partition_slices, slice_of};
@@ -94,13 +95,14 @@ impl KendallExec {
             config.partitions = 1;
         }
         let schema = Arc::new(config.output_schema().project(&projection)?);
+        let outputs = config.output_partitions();
         let slices = match config.cluster {
-            true => Some(partition_slices(0..config.partitions)?),
+            true => Some(partition_slices(0..outputs)?),
             false => None,
         };
         let properties = PlanProperties::new(
-            EquivalenceProperties::new(schema),
-            Partitioning::UnknownPartitioning(config.partitions),
+            listed::equivalences(&config, &projection, schema),
+            Partitioning::UnknownPartitioning(outputs),
             match config.top_k {
                 Some(_) => EmissionType::Final,
                 None => EmissionType::Incremental,
@@ -113,8 +115,8 @@ impl KendallExec {
             MetricBuilder::new(&metrics).global_counter("input_loads"),
             MetricBuilder::new(&metrics).global_counter("input_loads_stopped"),
         );
-        let prepared = SharedLoad::new(config.partitions, loads.clone(), loads_stopped.clone());
-        let grouped = SharedLoad::new(config.partitions, loads, loads_stopped);
+        let prepared = SharedLoad::new(outputs, loads.clone(), loads_stopped.clone());
+        let grouped = SharedLoad::new(outputs, loads, loads_stopped);
         let group_counters = GroupCounters {
             started: MetricBuilder::new(&metrics).global_counter("group_preparations"),
             stopped: MetricBuilder::new(&metrics).global_counter("group_preparations_stopped"),
@@ -360,6 +362,9 @@ impl DisplayAs for KendallExec {
         }
         if let Some((list, _)) = &self.pair_list {
             write!(f, "{sep}pairs{eq}listed in {}", list.what)?;
+            if c.in_list_order {
+                write!(f, "{sep}rows{eq}the list's lines, in order")?;
+            }
         }
         if let Some((groups, _)) = &self.groups {
             write!(f, "{sep}groups{eq}{}", groups.what)?;
@@ -606,6 +611,16 @@ impl KendallExec {
             // did it, onto its worker's LIFO slot, where no other worker can
             // steal them: yield once so they spread over the runtime.
             tokio::task::yield_now().await;
+            if config.in_list_order {
+                return Ok(listed::lines_stream(
+                    prepared,
+                    config,
+                    projection,
+                    stream_schema,
+                    metrics,
+                    memory,
+                ));
+            }
             PairStream::try_new(
                 prepared,
                 partition,
@@ -614,6 +629,7 @@ impl KendallExec {
                 stream_schema,
                 metrics,
             )
+            .map(|stream| stream.boxed())
         };
         futures::stream::once(start).try_flatten().boxed()
     }
@@ -661,7 +677,8 @@ impl KendallExec {
                     let (stage_metrics, counters) = (stage_metrics.clone(), counters.clone());
                     move || {
                         let (batches, right, pair_list) = sources.open(&context)?;
-                        let loaded = load_input(&sources.spec, batches, right, pair_list, &memory)?;
+                        let loaded =
+                            load_input(&sources.spec, batches, right, pair_list, false, &memory)?;
                         stage_metrics.record_load(loaded.load_time);
                         let Some((groups_spec, plan)) = groups else {
                             return Err(DataFusionError::Internal(

@@ -53,6 +53,8 @@ pub(super) struct Prepared {
     pub(super) propagate: bool,
     /// Where the partitions merge their top partners (top-partners mode).
     pub(super) top: Option<TopCollector>,
+    /// Candidate pairs: the listed pairs (and, in list order, each line's).
+    pub(super) listed: Option<Arc<ListedPairs>>,
     /// Memory pool reservations of the ranks, of the planes, of the
     /// q-values, of the exact p-value distribution and of the candidate
     /// pairs, released with them.
@@ -160,7 +162,14 @@ pub(super) fn prepare(
     memory: &QueryMemory,
 ) -> Result<Prepared> {
     let right_what = right.as_ref().map(|(s, _)| s.what.clone());
-    let mut loaded = load(spec, batches, right, pair_list, memory)?;
+    let mut loaded = load(
+        spec,
+        batches,
+        right,
+        pair_list,
+        config.in_list_order,
+        memory,
+    )?;
     // Listwise deletion: only samples every gene (of both sides) has.
     if spec.missing == MissingValues::Complete {
         let what = match right_what {
@@ -182,17 +191,19 @@ pub(super) fn prepare(
 }
 
 /// Stages 1 and 2: the input read and checked ([`load_inputs`]), and a
-/// candidate list's pairs among its genes ([`read_pair_list`]).
+/// candidate list's pairs among its genes ([`read_pair_list`]; with each
+/// line's pair when `lines`).
 pub(super) fn load(
     spec: &InputSpec,
     batches: InputBatches,
     right: Option<(&InputSpec, InputBatches)>,
     pair_list: Option<(&PairListSpec, InputBatches)>,
+    lines: bool,
     memory: &QueryMemory,
 ) -> Result<Loaded> {
     let clock = Instant::now();
     let (matrix, cross) = load_inputs(spec, batches, right, memory)?;
-    let (listed, list_memory) = read_pair_list(pair_list, cross, &matrix.genes, memory)?;
+    let (listed, list_memory) = read_pair_list(pair_list, cross, &matrix.genes, lines, memory)?;
     checkpoint()?;
     Ok(Loaded {
         matrix,
@@ -295,6 +306,7 @@ pub(super) fn prepare_loaded(
         pvalues,
         qvalues,
         top,
+        listed,
         _reserved: [
             ranks_memory,
             planes_memory,
@@ -405,11 +417,12 @@ fn bit_planes(
 
 /// Stage 2, `kendall_candidate_pairs`' list: the listed pairs found among
 /// `gene_ids` (the first id among the left genes, the second among the
-/// right ones), and their reservation.
+/// right ones; with each line's pair when `lines`), and their reservation.
 fn read_pair_list(
     pair_list: Option<(&PairListSpec, InputBatches)>,
     cross: Option<(usize, usize)>,
     gene_ids: &StringArray,
+    lines: bool,
     memory: &QueryMemory,
 ) -> Result<(Option<Arc<ListedPairs>>, Reservation)> {
     let genes = gene_ids.len();
@@ -420,7 +433,7 @@ fn read_pair_list(
                 Some((left, right)) => (0..left, left..left + right),
                 None => (0..genes, 0..genes),
             };
-            let (pairs, reserved) = list.read(batches, gene_ids, first, second, memory)?;
+            let (pairs, reserved) = list.read(batches, gene_ids, first, second, lines, memory)?;
             list_memory = reserved;
             checkpoint()?;
             Some(Arc::new(pairs))

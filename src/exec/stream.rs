@@ -58,6 +58,12 @@ pub(super) struct StreamMetrics {
 }
 
 impl StreamMetrics {
+    /// The output rows and compute time, and the pairs computed: what a
+    /// stream of candidate taus in list order records.
+    pub(super) fn rows_and_pairs(&self) -> (&BaselineMetrics, &Count) {
+        (&self.baseline, &self.pairs)
+    }
+
     pub(super) fn new(set: &ExecutionPlanMetricsSet, partition: usize) -> Self {
         Self {
             baseline: BaselineMetrics::new(set, partition),

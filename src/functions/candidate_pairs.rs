@@ -57,22 +57,7 @@ impl KendallFunction for KendallCandidatePairs {
     }
 
     fn call(&self, exprs: &[Expr], options: &KendallOptions) -> Result<Call> {
-        let args = Args::new(self, exprs, [2, 3])?;
-        let mut sources = vec![
-            args.string(0, "the candidate list")?,
-            args.string(1, "the matrix")?,
-        ];
-        if args.len() == 3 {
-            sources.push(args.string(2, "the right matrix")?);
-        }
-        Ok(Call {
-            function: CANDIDATE_PAIRS,
-            names: vec![Vec::new(); sources.len()],
-            sources,
-            k: None,
-            gene_ids: options.gene_ids,
-            groups: None,
-        })
+        candidates_call(self, exprs, options)
     }
 
     fn schema(&self, call: &Call) -> SchemaRef {
@@ -86,43 +71,71 @@ impl KendallFunction for KendallCandidatePairs {
         filters: &[Expr],
         limit: Option<usize>,
     ) -> Result<PlannedCall> {
-        let options = KendallOptions::from_config(state.config_options())?;
-        let list = input::resolve(state, &call.sources[0], options.format).await?;
-        let list_spec = PairListSpec::inspect(&list.what, &list.provider.schema())?;
-        let list_scan = list
-            .provider
-            .scan(state, Some(&vec![0, 1]), &[], None)
-            .await?;
-        let left = plan_scan(
-            CANDIDATE_PAIRS,
-            state,
-            &call.sources[1],
-            &[],
-            filters,
-            limit,
-        )
-        .await?;
-        let right = match call.sources.get(2) {
-            Some(source) => Some(plan_scan(CANDIDATE_PAIRS, state, source, &[], &[], None).await?),
-            None => None,
-        };
-        let mut config = left.config;
-        config.gene_ids = call.gene_ids;
-        // The listed pairs are walked as listed (no gene-targeted walk).
-        config.kernel.anchors = None;
-        if let Some(right) = &right {
-            require_sample_names([&left.spec, &right.spec])?;
-            // The shape of the two matrices together is known once both
-            // are loaded (the shared samples).
-            config.planned_kernel = None;
-        }
-        Ok(PlannedCall {
-            spec: left.spec,
-            input: left.input,
-            right: right.map(|r| (r.spec, r.input)),
-            pair_list: Some((Arc::new(list_spec), list_scan)),
-            config,
-            groups: None,
-        })
+        plan_candidates(call, state, filters, limit).await
     }
+}
+
+/// The call `(pairs, matrix [, right])` of `function`, one of the
+/// candidate-list functions: the list, then one or two matrices.
+pub(super) fn candidates_call(
+    function: &dyn KendallFunction,
+    exprs: &[Expr],
+    options: &KendallOptions,
+) -> Result<Call> {
+    let args = Args::new(function, exprs, [2, 3])?;
+    let mut sources = vec![
+        args.string(0, "the candidate list")?,
+        args.string(1, "the matrix")?,
+    ];
+    if args.len() == 3 {
+        sources.push(args.string(2, "the right matrix")?);
+    }
+    Ok(Call {
+        function: function.name(),
+        names: vec![Vec::new(); sources.len()],
+        sources,
+        k: None,
+        gene_ids: options.gene_ids,
+        groups: None,
+    })
+}
+
+/// The scan of a candidate-list call: the list's id columns, the matrix
+/// (with the pushed-down `filters` and `limit`) and the right matrix.
+pub(super) async fn plan_candidates(
+    call: &Call,
+    state: &dyn Session,
+    filters: &[Expr],
+    limit: Option<usize>,
+) -> Result<PlannedCall> {
+    let options = KendallOptions::from_config(state.config_options())?;
+    let list = input::resolve(state, &call.sources[0], options.format).await?;
+    let list_spec = PairListSpec::inspect(&list.what, &list.provider.schema())?;
+    let list_scan = list
+        .provider
+        .scan(state, Some(&vec![0, 1]), &[], None)
+        .await?;
+    let left = plan_scan(call.function, state, &call.sources[1], &[], filters, limit).await?;
+    let right = match call.sources.get(2) {
+        Some(source) => Some(plan_scan(call.function, state, source, &[], &[], None).await?),
+        None => None,
+    };
+    let mut config = left.config;
+    config.gene_ids = call.gene_ids;
+    // The listed pairs are walked as listed (no gene-targeted walk).
+    config.kernel.anchors = None;
+    if let Some(right) = &right {
+        require_sample_names([&left.spec, &right.spec])?;
+        // The shape of the two matrices together is known once both
+        // are loaded (the shared samples).
+        config.planned_kernel = None;
+    }
+    Ok(PlannedCall {
+        spec: left.spec,
+        input: left.input,
+        right: right.map(|r| (r.spec, r.input)),
+        pair_list: Some((Arc::new(list_spec), list_scan)),
+        config,
+        groups: None,
+    })
 }

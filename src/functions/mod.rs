@@ -16,6 +16,7 @@
 mod all_pairs;
 pub mod args;
 mod candidate_pairs;
+mod candidate_taus;
 mod cross_pairs;
 pub mod provider;
 pub mod scan;
@@ -33,6 +34,7 @@ use datafusion::physical_plan::ExecutionPlan;
 
 pub use all_pairs::KendallAllPairs;
 pub use candidate_pairs::KendallCandidatePairs;
+pub use candidate_taus::KendallCandidateTaus;
 pub use cross_pairs::KendallCrossPairs;
 pub use provider::KendallTable;
 pub use top_partners::KendallTopPartners;
@@ -125,6 +127,7 @@ pub static FUNCTIONS: &[&dyn KendallFunction] = &[
     &KendallTopPartners,
     &KendallCrossPairs,
     &KendallCandidatePairs,
+    &KendallCandidateTaus,
 ];
 
 /// The function named `name`, if it is one of ours.

@@ -34,6 +34,9 @@ pub struct ListedPairs {
     pub first: Vec<u32>,
     /// Second genes (`gene_j`), ascending within a first gene.
     pub second: Vec<u32>,
+    /// When asked for: the pair of each line (row) of the list, in its
+    /// order, or [`ListedPairs::NO_PAIR`] for a line naming none.
+    pub lines: Vec<u32>,
 }
 
 impl ListedPairs {
@@ -47,9 +50,14 @@ impl ListedPairs {
         self.first.is_empty()
     }
 
+    /// A line of [`ListedPairs::lines`] that names no pair of the genes (an
+    /// unknown or NULL id, a gene with itself).
+    pub const NO_PAIR: u32 = u32::MAX;
+
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
-        (self.first.capacity() + self.second.capacity()) * std::mem::size_of::<u32>()
+        (self.first.capacity() + self.second.capacity() + self.lines.capacity())
+            * std::mem::size_of::<u32>()
     }
 }
 
@@ -85,7 +93,8 @@ impl PairListSpec {
     /// Reads the list from `batches` (the two id columns) and finds each
     /// id among `genes`: the first id among positions `first_genes`, the
     /// second among `second_genes` (the same range for one matrix; left and
-    /// right for two stacked ones). The pairs are reserved in `memory`, in
+    /// right for two stacked ones); with `lines`, also each line's pair
+    /// ([`ListedPairs::lines`]). The pairs are reserved in `memory`, in
     /// the reservation returned with them.
     pub fn read(
         &self,
@@ -93,6 +102,7 @@ impl PairListSpec {
         genes: &StringArray,
         first_genes: std::ops::Range<usize>,
         second_genes: std::ops::Range<usize>,
+        lines: bool,
         memory: &QueryMemory,
     ) -> Result<(ListedPairs, Reservation)> {
         let one_matrix = first_genes == second_genes;
@@ -107,6 +117,8 @@ impl PairListSpec {
         // first << 32 | second of every pair naming two genes, in listed
         // order.
         let mut found: Vec<u64> = Vec::new();
+        // With `lines`: every line's key (NONE for no pair), in order.
+        let mut line_keys: Vec<u64> = Vec::new();
         let (mut listed, mut example) = (0u64, None);
         // A pair that names no two genes (genes are fewer than u32::MAX).
         const NONE: u64 = u64::MAX;
@@ -115,7 +127,11 @@ impl PairListSpec {
             let batch = batch?;
             let (a, b) = (Ids::of(batch.column(0))?, Ids::of(batch.column(1))?);
             let rows = batch.num_rows();
-            reservation.try_grow(rows * std::mem::size_of::<(u64, u64, u64)>())?;
+            let per_row = match lines {
+                true => size_of::<[u64; 4]>(),
+                false => size_of::<[u64; 3]>(),
+            };
+            reservation.try_grow(rows * per_row)?;
             // The ids looked up on rayon's threads.
             let keys: Vec<u64> = (0..rows)
                 .into_par_iter()
@@ -138,7 +154,17 @@ impl PairListSpec {
                 }
             }
             listed += rows as u64;
-            reservation.shrink_to(found.capacity() * std::mem::size_of::<u64>());
+            if lines {
+                line_keys.extend_from_slice(&keys);
+            }
+            reservation.shrink_to((found.capacity() + line_keys.capacity()) * size_of::<u64>());
+        }
+        if lines && listed >= u64::from(ListedPairs::NO_PAIR) {
+            return plan_err!(
+                "the candidate list {} has {listed} lines; at most {} can be given in order",
+                self.what,
+                ListedPairs::NO_PAIR - 1
+            );
         }
         if listed > 0 && found.is_empty() {
             let (x, y) = example.unwrap_or_default();
@@ -170,9 +196,30 @@ impl PairListSpec {
             found.par_sort_unstable();
         }
         found.dedup();
+        // Each line's pair: its key among the pairs kept (in one matrix
+        // in either order).
+        let slot = |key: u64| {
+            let swapped = key.rotate_left(32);
+            match found.binary_search(&key) {
+                Ok(k) => k as u32,
+                Err(_) if one_matrix => found
+                    .binary_search(&swapped)
+                    .map_or(ListedPairs::NO_PAIR, |k| k as u32),
+                Err(_) => ListedPairs::NO_PAIR,
+            }
+        };
+        let lines = line_keys
+            .par_iter()
+            .map(|&key| match key {
+                NONE => ListedPairs::NO_PAIR,
+                key => slot(key),
+            })
+            .collect();
+        drop(line_keys);
         let pairs = ListedPairs {
             first: found.iter().map(|&key| (key >> 32) as u32).collect(),
             second: found.iter().map(|&key| key as u32).collect(),
+            lines,
         };
         drop(found);
         reservation.shrink_to(pairs.heap_bytes());

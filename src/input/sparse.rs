@@ -375,20 +375,42 @@ impl SparseValues {
     /// entries (fresh memory, first touched there), and checks it. On
     /// return `reservation` holds [`SparseValues::heap_bytes`].
     pub(crate) fn group(
-        (genes, samples): (usize, usize),
+        shape: (usize, usize),
         cells: &[(u32, u32)],
         values: &[f64],
         residuals: &[i16],
         zeros: Zeros,
         reservation: &mut Reservation,
     ) -> Result<std::result::Result<Self, RepeatedSample>> {
-        debug_assert!(
-            cells
-                .iter()
-                .all(|&(g, s)| (g as usize) < genes && (s as usize) < samples)
-        );
-        let len = cells.len();
-        let exact = residuals.par_iter().all(|&r| r == 0);
+        let rows = Triples {
+            cells,
+            values,
+            residuals,
+        };
+        Self::group_runs(shape, &[rows], zeros, reservation)
+    }
+
+    /// [`SparseValues::group`] of the rows of `runs`, one after the other,
+    /// read where they are (a file's blocks as parsed: no array of all
+    /// rows is made).
+    pub(crate) fn group_runs(
+        (genes, samples): (usize, usize),
+        runs: &[Triples<'_>],
+        zeros: Zeros,
+        reservation: &mut Reservation,
+    ) -> Result<std::result::Result<Self, RepeatedSample>> {
+        debug_assert!(runs.iter().all(|run| {
+            run.values.len() == run.cells.len()
+                && (run.residuals.is_empty() || run.residuals.len() == run.cells.len())
+                && run
+                    .cells
+                    .iter()
+                    .all(|&(g, s)| (g as usize) < genes && (s as usize) < samples)
+        }));
+        let len = runs.iter().map(|run| run.cells.len()).sum::<usize>();
+        let exact = runs
+            .par_iter()
+            .all(|run| run.residuals.par_iter().all(|&r| r == 0));
         let parts = rayon::current_num_threads().clamp(1, genes.max(1));
         // The entries, `start`, and each thread's counts by gene (and its
         // genes' next free slots).
@@ -396,20 +418,27 @@ impl SparseValues {
             Self::bytes_for(genes, len, exact)
                 .saturating_add((parts + 1).saturating_mul((genes + 1) * size_of::<usize>())),
         )?;
-        let mut start = gene_starts(genes, cells);
-        let in_sample_order = cells.par_windows(2).all(|w| w[0].1 <= w[1].1)
-            || cells.par_windows(2).all(|w| w[0] <= w[1]);
+        let mut start = gene_starts(genes, runs);
+        let in_sample_order =
+            all_in_order(runs, |a, b| a.1 <= b.1) || all_in_order(runs, |a, b| a <= b);
         let by_sample = if in_sample_order {
             None
         } else {
             reservation.try_grow(len * size_of::<u32>() + (samples + 1) * size_of::<usize>())?;
-            Some(in_sample_order_numbers(samples, cells)?)
+            Some(in_sample_order_numbers(samples, runs, len)?)
         };
         let bounds = balanced_bounds(&start, parts);
         let rows = Rows {
-            cells,
-            values,
-            residuals: if exact { &[] } else { residuals },
+            runs,
+            starts: runs
+                .iter()
+                .scan(0, |at, run| {
+                    *at += run.cells.len();
+                    Some(*at - run.cells.len())
+                })
+                .collect(),
+            len,
+            exact,
             order: by_sample.as_deref(),
         };
         let mut by_gene = rows.scatter(&start, &bounds)?;
@@ -589,18 +618,55 @@ impl SparseValues {
     }
 }
 
-/// The numbers `0..cells.len()` of rows `cells` (samples below `samples`)
-/// in sample order: a stable counting sort.
-fn in_sample_order_numbers(samples: usize, cells: &[(u32, u32)]) -> Result<Vec<u32>> {
+/// A run of rows to group by gene ([`SparseValues::group_runs`]):
+/// `(gene, sample)` numbers, their values, and their residuals (empty when
+/// every value is exact).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Triples<'a> {
+    /// Each row's `(gene, sample)`.
+    pub cells: &'a [(u32, u32)],
+    /// Each row's value.
+    pub values: &'a [f64],
+    /// Each row's residual, or none (all 0).
+    pub residuals: &'a [i16],
+}
+
+/// Whether every two rows of `runs` that follow each other (within a run
+/// and from one run to the next) are `in_order`.
+fn all_in_order(
+    runs: &[Triples<'_>],
+    in_order: impl Fn(&(u32, u32), &(u32, u32)) -> bool + Sync,
+) -> bool {
+    let within = runs
+        .par_iter()
+        .all(|run| run.cells.par_windows(2).all(|w| in_order(&w[0], &w[1])));
+    let ends: Vec<(u32, u32)> = runs
+        .iter()
+        .filter_map(|run| Some([*run.cells.first()?, *run.cells.last()?]))
+        .flatten()
+        .collect();
+    // (first, last) of each non-empty run: each last with the next first.
+    let links = ends.get(1..).unwrap_or_default();
+    within
+        && links
+            .chunks(2)
+            .all(|w| w.len() < 2 || in_order(&w[0], &w[1]))
+}
+
+/// The numbers `0..len` of the rows of `runs` (`len` of them, samples
+/// below `samples`), numbered one run after the other, in sample order: a
+/// stable counting sort.
+fn in_sample_order_numbers(samples: usize, runs: &[Triples<'_>], len: usize) -> Result<Vec<u32>> {
+    let cells = || runs.iter().flat_map(|run| run.cells.iter());
     let mut next = vec![0usize; samples + 1];
-    for &(_, s) in cells {
+    for &(_, s) in cells() {
         next[s as usize + 1] += 1;
     }
     for s in 0..samples {
         next[s + 1] += next[s];
     }
-    let mut order = try_filled(cells.len(), 0u32, "rows in sample order")?;
-    for (k, &(_, s)) in cells.iter().enumerate() {
+    let mut order = try_filled(len, 0u32, "rows in sample order")?;
+    for (k, &(_, s)) in cells().enumerate() {
         order[next[s as usize]] = k as u32;
         next[s as usize] += 1;
     }
@@ -608,12 +674,13 @@ fn in_sample_order_numbers(samples: usize, cells: &[(u32, u32)]) -> Result<Vec<u
 }
 
 /// Where each gene's entries start (`start[g]..start[g + 1]` gene `g`'s,
-/// `genes + 1` offsets) among rows `cells` grouped by gene: the rows
+/// `genes + 1` offsets) among the rows of `runs` grouped by gene: the rows
 /// counted by gene in chunks on rayon's threads, the counts summed.
-fn gene_starts(genes: usize, cells: &[(u32, u32)]) -> Vec<usize> {
+fn gene_starts(genes: usize, runs: &[Triples<'_>]) -> Vec<usize> {
     let zeros = || vec![0usize; genes + 1];
-    let mut start = cells
-        .par_chunks(1 << 20)
+    let mut start = runs
+        .par_iter()
+        .flat_map(|run| run.cells.par_chunks(1 << 20))
         .fold(zeros, |mut counts, chunk| {
             for &(g, _) in chunk {
                 counts[g as usize + 1] += 1;
@@ -630,14 +697,30 @@ fn gene_starts(genes: usize, cells: &[(u32, u32)]) -> Vec<usize> {
     start
 }
 
-/// The rows [`SparseValues::group`] groups: `(gene, sample)` numbers, values
-/// and residuals (empty when every value is exact), read in sample order
-/// (`order`, when they are not in it already).
+/// The rows [`SparseValues::group_runs`] groups: runs of `(gene, sample)`
+/// numbers, values and residuals, read in sample order (`order`, numbers
+/// of the rows one run after the other, when they are not in it already).
 struct Rows<'a> {
-    cells: &'a [(u32, u32)],
-    values: &'a [f64],
-    residuals: &'a [i16],
+    runs: &'a [Triples<'a>],
+    /// Where each run starts among the rows.
+    starts: Vec<usize>,
+    /// Rows in all.
+    len: usize,
+    /// Whether every residual is 0 (none is stored).
+    exact: bool,
     order: Option<&'a [u32]>,
+}
+
+impl Rows<'_> {
+    /// Row `k` (numbered one run after the other): `(gene, sample)`, value
+    /// and residual.
+    #[inline]
+    fn row(&self, k: usize) -> ((u32, u32), f64, i16) {
+        let r = self.starts.partition_point(|&s| s <= k) - 1;
+        let (run, at) = (&self.runs[r], k - self.starts[r]);
+        let residual = run.residuals.get(at).copied().unwrap_or(0);
+        (run.cells[at], run.values[at], residual)
+    }
 }
 
 impl Rows<'_> {
@@ -647,8 +730,7 @@ impl Rows<'_> {
     /// arrays no other thread writes. The arrays are fresh zeroed memory
     /// (no pass writes the zeros): their pages are first touched here.
     fn scatter(&self, start: &[usize], bounds: &[usize]) -> Result<ByGene> {
-        let len = self.cells.len();
-        let exact = self.residuals.is_empty();
+        let (len, exact) = (self.len, self.exact);
         let mut by_gene = ByGene {
             cells: try_zeroed(len, "non-zero values")?,
             values: try_zeroed(len, "non-zero values")?,
@@ -673,22 +755,35 @@ impl Rows<'_> {
                 let (first, end) = (w[0], w[1]);
                 let base = start[first];
                 let mut next: Vec<usize> = start[first..end].iter().map(|&s| s - base).collect();
-                let mut put = |k: usize| {
-                    let (g, s) = self.cells[k];
+                let mut put = |(g, s): (u32, u32), value: f64, residual: i16| {
                     let g = g as usize;
                     if (first..end).contains(&g) {
                         let at = &mut next[g - first];
                         cells[*at] = s;
-                        values[*at] = self.values[k];
+                        values[*at] = value;
                         if !exact {
-                            residuals[*at] = self.residuals.get(k).copied().unwrap_or(0);
+                            residuals[*at] = residual;
                         }
                         *at += 1;
                     }
                 };
                 match self.order {
-                    None => (0..len).for_each(&mut put),
-                    Some(order) => order.iter().for_each(|&k| put(k as usize)),
+                    None => {
+                        for run in self.runs {
+                            for (k, (&cell, &value)) in run.cells.iter().zip(run.values).enumerate()
+                            {
+                                let residual = match exact {
+                                    true => 0,
+                                    false => run.residuals.get(k).copied().unwrap_or(0),
+                                };
+                                put(cell, value, residual);
+                            }
+                        }
+                    }
+                    Some(order) => order.iter().for_each(|&k| {
+                        let (cell, value, residual) = self.row(k as usize);
+                        put(cell, value, residual);
+                    }),
                 }
             });
         Ok(by_gene)
@@ -1001,19 +1096,27 @@ mod tests {
                     .filter(|&(_, _, x, r)| zeros == Zeros::Keep || x != 0.0 || r != 0)
                     .collect();
                 expected.sort_by_key(|&(g, s, _, _)| (g, s));
-                for threads in [1, 2, 3, 7] {
+                // In one run, or cut into runs (empty ones among them), as
+                // a file's parsed blocks are grouped.
+                let len = cells.len();
+                let cut = |ends: &[usize]| -> Vec<Triples> {
+                    ends.windows(2)
+                        .map(|w| Triples {
+                            cells: &cells[w[0]..w[1]],
+                            values: &values[w[0]..w[1]],
+                            residuals: res.get(w[0]..w[1]).unwrap_or_default(),
+                        })
+                        .collect()
+                };
+                let one = cut(&[0, len]);
+                let runs = cut(&[0, 0, 1, 7, 7, len / 2, len - 1, len]);
+                for (threads, runs) in [1, 2, 3, 7]
+                    .into_iter()
+                    .flat_map(|t| [(t, &one), (t, &runs)])
+                {
                     let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
                     let m = on_threads(threads)
-                        .install(|| {
-                            SparseValues::group(
-                                (genes, samples),
-                                &cells,
-                                &values,
-                                res,
-                                zeros,
-                                &mut r,
-                            )
-                        })
+                        .install(|| SparseValues::group_runs((genes, samples), runs, zeros, &mut r))
                         .unwrap()
                         .unwrap();
                     let mut got = Vec::new();
@@ -1027,8 +1130,9 @@ mod tests {
                     assert_eq!(
                         got,
                         expected,
-                        "{zeros:?}, residuals {}, {threads} threads",
-                        !res.is_empty()
+                        "{zeros:?}, residuals {}, {threads} threads, {} runs",
+                        !res.is_empty(),
+                        runs.len()
                     );
                     let kept_zeros = expected
                         .iter()

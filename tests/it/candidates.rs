@@ -425,3 +425,128 @@ async fn pairs_with_a_two_valued_gene_are_exact_under_auto() {
         assert_eq!(got, naive, "{kernel} against the naive kernel");
     }
 }
+
+/// `(line, tau bits)` of every row of `batches` (`line`, `tau`), in order;
+/// `None` for a NULL tau.
+fn line_taus(batches: &[datafusion::arrow::record_batch::RecordBatch]) -> Vec<(i64, Option<u64>)> {
+    let mut rows = Vec::new();
+    for b in batches {
+        let line = b
+            .column(0)
+            .as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+        let tau = b.column(1).as_primitive::<Float64Type>();
+        for k in 0..b.num_rows() {
+            let t = tau.is_valid(k).then(|| tau.value(k).to_bits());
+            rows.push((line.value(k), t));
+        }
+    }
+    rows
+}
+
+/// Case: `kendall_candidate_taus` gives one row per line of the list, in
+/// its order (on any number of partitions): the tau `kendall_candidate_pairs`
+/// gives the line's pair, bit for bit (in one matrix in either order, again
+/// for a pair listed again), NULL for a line naming no pair (an unknown
+/// gene, a gene with itself); `ORDER BY line` sorts nothing; an empty list
+/// gives no rows; and between two matrices likewise.
+#[tokio::test]
+async fn candidate_taus_give_each_line_its_pairs_tau_in_order() {
+    let genes = genes_of(LEFT);
+    let g = |k: usize| genes[k].as_str();
+    let lines = [
+        (g(3), g(2)),
+        (g(0), g(1)),
+        (g(1), g(0)),
+        (g(4), g(4)),
+        ("no_such_gene", g(1)),
+        (g(0), g(1)),
+        (g(2), g(5)),
+    ];
+    let right = genes_of(RIGHT);
+    let cross_lines = [
+        (g(2), right[1].as_str()),
+        (g(0), "no_such_gene"),
+        (g(0), right[0].as_str()),
+        (g(2), right[1].as_str()),
+    ];
+    for partitions in [1, 3] {
+        let ctx = ctx(partitions);
+        register_list(&ctx, "cand", &lines);
+        register_list(&ctx, "cross_cand", &cross_lines);
+        // Each pair's tau as kendall_candidate_pairs gives it.
+        let taus = |sql: String| {
+            let ctx = &ctx;
+            async move {
+                let rows = sorted_bits(&run(ctx, &sql).await.unwrap());
+                rows.into_iter()
+                    .map(|r| ((r.0, r.1), r.2))
+                    .collect::<BTreeMap<(String, String), u64>>()
+            }
+        };
+        let one = taus(format!(
+            "SELECT gene_i, gene_j, tau, p_value, n FROM kendall_candidate_pairs('cand', '{LEFT}')"
+        ))
+        .await;
+        let tau_of = |a: &str, b: &str| {
+            one.get(&(a.to_string(), b.to_string()))
+                .or_else(|| one.get(&(b.to_string(), a.to_string())))
+                .copied()
+        };
+        let expected: Vec<(i64, Option<u64>)> = lines
+            .iter()
+            .enumerate()
+            .map(|(k, &(a, b))| (k as i64 + 1, tau_of(a, b)))
+            .collect();
+        assert_eq!(expected[3].1, None);
+        assert_eq!(expected[4].1, None);
+        assert_eq!(expected.iter().filter(|r| r.1.is_some()).count(), 5);
+        let sql =
+            format!("SELECT line, tau FROM kendall_candidate_taus('cand', '{LEFT}') ORDER BY line");
+        let got = line_taus(&run(&ctx, &sql).await.unwrap());
+        assert_eq!(got, expected, "{partitions} partitions");
+        let plan = common::plan(&ctx, &format!("EXPLAIN {sql}")).await;
+        assert!(!plan.contains("SortExec"), "{plan}");
+        assert!(plan.contains("the list's lines, in order"), "{plan}");
+        // Between two matrices.
+        let cross = taus(format!(
+            "SELECT gene_i, gene_j, tau, p_value, n \
+             FROM kendall_candidate_pairs('cross_cand', '{LEFT}', '{RIGHT}')"
+        ))
+        .await;
+        let expected: Vec<(i64, Option<u64>)> = cross_lines
+            .iter()
+            .enumerate()
+            .map(|(k, &(a, b))| {
+                let tau = cross.get(&(a.to_string(), b.to_string())).copied();
+                (k as i64 + 1, tau)
+            })
+            .collect();
+        assert_eq!(expected.iter().filter(|r| r.1.is_some()).count(), 3);
+        let sql = format!(
+            "SELECT line, tau FROM kendall_candidate_taus('cross_cand', '{LEFT}', '{RIGHT}') \
+             ORDER BY line"
+        );
+        let got = line_taus(&run(&ctx, &sql).await.unwrap());
+        assert_eq!(got, expected, "{partitions} partitions");
+        // An empty list: no rows.
+        register_list(&ctx, "nothing", &[]);
+        let sql = format!("SELECT count(*) FROM kendall_candidate_taus('nothing', '{LEFT}')");
+        let batches = run(&ctx, &sql).await.unwrap();
+        let count = batches[0]
+            .column(0)
+            .as_primitive::<datafusion::arrow::datatypes::Int64Type>();
+        assert_eq!(count.value(0), 0);
+    }
+    // Grouped samples are refused, naming the option.
+    let ctx = ctx(1);
+    register_list(&ctx, "cand", &lines);
+    let err = common::error(
+        &ctx,
+        &format!(
+            "SET kendall.groups = '{LEFT}'; \
+             SELECT * FROM kendall_candidate_taus('cand', '{LEFT}')"
+        ),
+    )
+    .await;
+    common::assert_contains(&err, &["kendall_candidate_taus", "kendall.groups"]);
+}

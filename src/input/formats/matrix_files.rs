@@ -11,8 +11,9 @@
 //!
 //! The header, the size line and the lengths of the name files are checked
 //! when the table is made; the entries are read when a query reads the
-//! table, grouped by gene as long triples are (`SparseValues::group`). An
-//! entry given twice or a name repeated is an error naming the file.
+//! table, grouped by gene as long triples are (`SparseValues::group_runs`,
+//! reading the parsed blocks where they are). An entry given twice or a
+//! name repeated is an error naming the file.
 
 use std::path::PathBuf;
 
@@ -20,7 +21,7 @@ use datafusion::error::Result;
 use rayon::prelude::*;
 
 use super::mtx::{self, Coordinates, error, file_name};
-use crate::input::sparse::{RepeatedSample, SparseValues, Zeros};
+use crate::input::sparse::{RepeatedSample, SparseValues, Triples, Zeros};
 use crate::input::sparse_table::{FileEntries, MatrixFile, SparseTable};
 use crate::memory::QueryMemory;
 
@@ -203,20 +204,24 @@ impl MatrixFile for CheckedFiles {
         )?;
         let mut read = file.entries(&files.matrix, &mut read_memory)?;
         if files.transposed() {
-            read.cells
+            read.runs
                 .par_iter_mut()
+                .flat_map(|run| run.cells.par_iter_mut())
                 .for_each(|(r, c)| (*r, *c) = (*c, *r));
         }
         let mut stored_memory =
             memory.reserve(&format!("non-zero values ({m} genes x {n} cells)"), 0)?;
-        let grouped = SparseValues::group(
-            (m, n),
-            &read.cells,
-            &read.values,
-            &[],
-            zeros,
-            &mut stored_memory,
-        )?;
+        let runs: Vec<Triples> = read
+            .runs
+            .iter()
+            .map(|run| Triples {
+                cells: &run.cells,
+                values: &run.values,
+                residuals: &[],
+            })
+            .collect();
+        let grouped = SparseValues::group_runs((m, n), &runs, zeros, &mut stored_memory)?;
+        drop(runs);
         let stored = grouped.map_err(|RepeatedSample { gene }| {
             let cell = repeated_cell(&read, gene);
             error(format!(
@@ -239,10 +244,9 @@ impl MatrixFile for CheckedFiles {
 /// A cell that `gene` has two entries for in `read` (it has one).
 fn repeated_cell(read: &Coordinates, gene: u32) -> u32 {
     let mut cells: Vec<u32> = read
-        .cells
-        .iter()
-        .filter(|&&(g, _)| g == gene)
-        .map(|&(_, c)| c)
+        .cells()
+        .filter(|&(g, _)| g == gene)
+        .map(|(_, c)| c)
         .collect();
     cells.sort_unstable();
     cells.windows(2).find(|w| w[0] == w[1]).map_or(0, |w| w[0])

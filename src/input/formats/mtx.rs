@@ -24,7 +24,7 @@ use std::path::Path;
 use datafusion::error::{DataFusionError, Result};
 use rayon::prelude::*;
 
-use crate::memory::{Reservation, try_with_capacity};
+use crate::memory::Reservation;
 
 /// An error reading the files (raised when the query runs, or when it is
 /// planned for the header and size line).
@@ -208,12 +208,27 @@ fn header(reader: &mut dyn BufRead, path: &Path, (rows, cols): (&str, &str)) -> 
     }
 }
 
-/// A matrix file's entries.
+/// A matrix file's entries in file order, as the runs its blocks were
+/// parsed into (kept, not copied into one array: their grouping by gene
+/// reads them where they are).
 pub(super) struct Coordinates {
+    /// The blocks' entries, in file order.
+    pub runs: Vec<Entries>,
+}
+
+/// The entries of one block of a matrix file.
+pub(super) struct Entries {
     /// Each entry's `(row, column)`, from 0.
     pub cells: Vec<(u32, u32)>,
     /// Each entry's value (1 in a `pattern` matrix), finite.
     pub values: Vec<f64>,
+}
+
+impl Coordinates {
+    /// Every entry's `(row, column)`, in file order.
+    pub fn cells(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.runs.iter().flat_map(|r| r.cells.iter().copied())
+    }
 }
 
 /// Bytes an entry takes as read ([`Coordinates`]).
@@ -231,8 +246,7 @@ const MIN_BLOCK_BYTES: usize = 1 << 18;
 
 /// The entries of one block of whole lines.
 struct Block {
-    cells: Vec<(u32, u32)>,
-    values: Vec<f64>,
+    entries: Entries,
     /// Entry lines (a symmetric matrix's mirrored entries not counted).
     listed: usize,
     /// Lines in the block.
@@ -250,8 +264,8 @@ impl Opened {
     /// symmetric matrix's mirrored), their memory reserved in
     /// `reservation` before they are read. The file is read in blocks of
     /// whole lines, each batch of blocks (one per thread) parsed on rayon's
-    /// threads while the next batch is read; the blocks in flight are
-    /// reserved too.
+    /// threads while the next batch is read into the buffers of the batch
+    /// before; the blocks in flight are reserved too.
     pub(super) fn entries(self, path: &Path, reservation: &mut Reservation) -> Result<Coordinates> {
         self.entries_in_blocks(path, reservation, BLOCK_BYTES)
     }
@@ -266,18 +280,16 @@ impl Opened {
         let header = self.header;
         let most = header.max_entries();
         reservation.try_grow(most.saturating_mul(ENTRY_BYTES))?;
-        let mut out = Coordinates {
-            cells: try_with_capacity(most, "matrix entries")?,
-            values: try_with_capacity(most, "matrix entries")?,
-        };
+        let mut out = Coordinates { runs: Vec::new() };
         let name = file_name(path);
         let batch_len = rayon::current_num_threads().max(1);
         let block_bytes = block_bytes.min((BATCH_BYTES / batch_len).max(MIN_BLOCK_BYTES));
-        // In flight: a batch being parsed, the entries parsed from it (as
-        // many bytes, twice for a symmetric matrix) and the next batch (as
-        // many bytes as this one, at most), reserved as batches are read.
+        // In flight besides the entries (reserved above): a batch being
+        // parsed and the next batch, read into the buffers of the one
+        // before (as many bytes as this one, at most), reserved as batches
+        // are read.
         let before = reservation.size();
-        let copies = if header.symmetric { 4 } else { 3 };
+        let copies = 2;
         let mut in_flight = 0;
         // Lines before the next block, entries listed before it.
         let (mut line, mut listed) = (header.size_line, 0usize);
@@ -286,6 +298,7 @@ impl Opened {
             carry: Vec::new(),
             done: false,
             block_bytes,
+            spare: Vec::new(),
         };
         let mut batch = body.read_batch(batch_len, &name, line)?;
         while !batch.is_empty() {
@@ -315,9 +328,10 @@ impl Opened {
                 }
                 listed += block.listed;
                 line += block.lines;
-                out.cells.extend_from_slice(&block.cells);
-                out.values.extend_from_slice(&block.values);
+                out.runs.push(block.entries);
             }
+            // This batch's buffers take the batch after the next.
+            body.spare.append(&mut batch);
             batch = next?;
         }
         if listed != header.entries {
@@ -340,6 +354,9 @@ struct Body<'a> {
     done: bool,
     /// Bytes a block holds, at least.
     block_bytes: usize,
+    /// Buffers of blocks parsed, to read the next blocks into (fresh
+    /// memory would be zeroed by the system, page by page, first).
+    spare: Vec<Vec<u8>>,
 }
 
 impl Body<'_> {
@@ -358,7 +375,9 @@ impl Body<'_> {
     /// The next block: at least `block_bytes` (the rest of the file when
     /// shorter), ending at the end of a line; `None` at the end.
     fn read_block(&mut self, name: &str, line: usize) -> Result<Option<Vec<u8>>> {
-        let mut block = std::mem::take(&mut self.carry);
+        let mut block = self.spare.pop().unwrap_or_default();
+        block.clear();
+        block.append(&mut self.carry);
         let mut filled = block.len();
         let want = self.block_bytes;
         block.resize(filled.max(want) + (1 << 16).min(want), 0);
@@ -416,10 +435,14 @@ fn block_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 /// The entries of the block `text` (its line `k`, from 1, in messages).
 fn parse_block(text: &[u8], header: &Header) -> std::result::Result<Block, BlockError> {
-    let guess = text.len() / 16 * if header.symmetric { 2 } else { 1 };
+    // As many entries as lines (twice for a symmetric matrix), at most.
+    let lines = memchr::memchr_iter(b'\n', text).count() + 1;
+    let most = lines * if header.symmetric { 2 } else { 1 };
     let mut block = Block {
-        cells: Vec::with_capacity(guess),
-        values: Vec::with_capacity(guess),
+        entries: Entries {
+            cells: Vec::with_capacity(most),
+            values: Vec::with_capacity(most),
+        },
         listed: 0,
         lines: 0,
     };
@@ -431,11 +454,12 @@ fn parse_block(text: &[u8], header: &Header) -> std::result::Result<Block, Block
         let (row, col, value) =
             entry(raw, header).map_err(|msg| BlockError { line: i + 1, msg })?;
         block.listed += 1;
-        block.cells.push((row, col));
-        block.values.push(value);
+        let entries = &mut block.entries;
+        entries.cells.push((row, col));
+        entries.values.push(value);
         if header.symmetric && row != col {
-            block.cells.push((col, row));
-            block.values.push(value);
+            entries.cells.push((col, row));
+            entries.values.push(value);
         }
     }
     Ok(block)
@@ -579,7 +603,12 @@ mod tests {
     fn read(path: &Path, block: usize) -> Result<Read> {
         let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
         let c = open(path, ("genes", "cells"))?.entries_in_blocks(path, &mut r, block)?;
-        Ok((c.cells, c.values))
+        let values = c
+            .runs
+            .iter()
+            .flat_map(|r| r.values.iter().copied())
+            .collect();
+        Ok((c.cells().collect(), values))
     }
 
     /// A general real matrix of 2,000 entries with comment and blank lines
