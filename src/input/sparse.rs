@@ -384,7 +384,7 @@ impl SparseValues {
     ) -> Result<std::result::Result<Self, RepeatedSample>> {
         let rows = Triples {
             cells,
-            values,
+            values: RunValues::Each(values),
             residuals,
         };
         Self::group_runs(shape, &[rows], zeros, reservation)
@@ -400,7 +400,7 @@ impl SparseValues {
         reservation: &mut Reservation,
     ) -> Result<std::result::Result<Self, RepeatedSample>> {
         debug_assert!(runs.iter().all(|run| {
-            run.values.len() == run.cells.len()
+            matches!(run.values, RunValues::All(_) | RunValues::Each(v) if v.len() == run.cells.len())
                 && (run.residuals.is_empty() || run.residuals.len() == run.cells.len())
                 && run
                     .cells
@@ -626,9 +626,30 @@ pub(crate) struct Triples<'a> {
     /// Each row's `(gene, sample)`.
     pub cells: &'a [(u32, u32)],
     /// Each row's value.
-    pub values: &'a [f64],
+    pub values: RunValues<'a>,
     /// Each row's residual, or none (all 0).
     pub residuals: &'a [i16],
+}
+
+/// The values of a run of rows: one per row, or one for all of them (a
+/// binarised matrix's 1s, held once).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum RunValues<'a> {
+    /// Row `k`'s value at `k`.
+    Each(&'a [f64]),
+    /// Every row's value.
+    All(f64),
+}
+
+impl RunValues<'_> {
+    /// Row `k`'s value.
+    #[inline]
+    fn get(&self, k: usize) -> f64 {
+        match self {
+            RunValues::Each(values) => values[k],
+            RunValues::All(value) => *value,
+        }
+    }
 }
 
 /// Whether every two rows of `runs` that follow each other (within a run
@@ -719,7 +740,7 @@ impl Rows<'_> {
         let r = self.starts.partition_point(|&s| s <= k) - 1;
         let (run, at) = (&self.runs[r], k - self.starts[r]);
         let residual = run.residuals.get(at).copied().unwrap_or(0);
-        (run.cells[at], run.values[at], residual)
+        (run.cells[at], run.values.get(at), residual)
     }
 }
 
@@ -770,13 +791,23 @@ impl Rows<'_> {
                 match self.order {
                     None => {
                         for run in self.runs {
-                            for (k, (&cell, &value)) in run.cells.iter().zip(run.values).enumerate()
-                            {
-                                let residual = match exact {
-                                    true => 0,
-                                    false => run.residuals.get(k).copied().unwrap_or(0),
-                                };
-                                put(cell, value, residual);
+                            let residual = |k: usize| match exact {
+                                true => 0,
+                                false => run.residuals.get(k).copied().unwrap_or(0),
+                            };
+                            match run.values {
+                                RunValues::Each(values) => {
+                                    for (k, (&cell, &value)) in
+                                        run.cells.iter().zip(values).enumerate()
+                                    {
+                                        put(cell, value, residual(k));
+                                    }
+                                }
+                                RunValues::All(value) => {
+                                    for (k, &cell) in run.cells.iter().enumerate() {
+                                        put(cell, value, residual(k));
+                                    }
+                                }
                             }
                         }
                     }
@@ -1103,7 +1134,7 @@ mod tests {
                     ends.windows(2)
                         .map(|w| Triples {
                             cells: &cells[w[0]..w[1]],
-                            values: &values[w[0]..w[1]],
+                            values: RunValues::Each(&values[w[0]..w[1]]),
                             residuals: res.get(w[0]..w[1]).unwrap_or_default(),
                         })
                         .collect()
@@ -1155,6 +1186,64 @@ mod tests {
                 Some(RepeatedSample { gene: 3 }),
                 "{threads} threads"
             );
+        }
+    }
+
+    /// Case: a run whose rows share one value (held once, as a binarised
+    /// matrix's blocks are) groups as the same rows with the value given
+    /// for each, in sample order or not, on any number of threads.
+    #[test]
+    fn runs_of_one_value_group_as_their_rows() {
+        // Gene k % 7, sample k / 7: every (gene, sample) once.
+        let mut cells: Vec<(u32, u32)> = (0..40u32).map(|k| (k % 7, k / 7)).collect();
+        let values: Vec<f64> = (0..40)
+            .map(|k| if k < 25 { 2.0 } else { k as f64 })
+            .collect();
+        for shuffled in [false, true] {
+            if shuffled {
+                cells[..25].reverse();
+            }
+            let each = [Triples {
+                cells: &cells,
+                values: RunValues::Each(&values),
+                residuals: &[],
+            }];
+            let held_once = [
+                Triples {
+                    cells: &cells[..25],
+                    values: RunValues::All(2.0),
+                    residuals: &[],
+                },
+                Triples {
+                    cells: &cells[25..],
+                    values: RunValues::Each(&values[25..]),
+                    residuals: &[],
+                },
+            ];
+            for threads in [1, 3] {
+                let group = |runs: &[Triples]| {
+                    let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
+                    let m = on_threads(threads)
+                        .install(|| SparseValues::group_runs((7, 6), runs, Zeros::Drop, &mut r))
+                        .unwrap()
+                        .unwrap();
+                    (0..7)
+                        .map(|g| {
+                            let gene = m.gene(g);
+                            let values: Vec<f64> =
+                                (0..gene.len()).map(|q| gene.exact(q).value).collect();
+                            (gene.cells.to_vec(), values)
+                        })
+                        .collect::<Vec<_>>()
+                };
+                let want = group(&each);
+                assert_eq!(want.iter().map(|g| g.0.len()).sum::<usize>(), 40);
+                assert_eq!(
+                    group(&held_once),
+                    want,
+                    "shuffled {shuffled}, {threads} threads"
+                );
+            }
         }
     }
 

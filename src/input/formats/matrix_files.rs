@@ -21,7 +21,7 @@ use datafusion::error::Result;
 use rayon::prelude::*;
 
 use super::mtx::{self, Coordinates, error, file_name};
-use crate::input::sparse::{RepeatedSample, SparseValues, Triples, Zeros};
+use crate::input::sparse::{RepeatedSample, RunValues, SparseValues, Triples, Zeros};
 use crate::input::sparse_table::{FileEntries, MatrixFile, SparseTable};
 use crate::memory::QueryMemory;
 
@@ -179,7 +179,7 @@ impl MatrixFile for CheckedFiles {
     }
 
     /// The files read again (as every source is when loaded), ids checked
-    /// unique, the entries parsed (16 bytes each) and grouped by gene
+    /// unique, the entries parsed (at most 16 bytes each) and grouped by gene
     /// straight into the stored entries (12 bytes each): at the peak both
     /// are held. An entry given twice is an error naming it.
     fn read(&self, memory: &QueryMemory, zeros: Zeros) -> Result<FileEntries> {
@@ -216,7 +216,10 @@ impl MatrixFile for CheckedFiles {
             .iter()
             .map(|run| Triples {
                 cells: &run.cells,
-                values: &run.values,
+                values: match &run.values {
+                    mtx::Values::Each(values) => RunValues::Each(values),
+                    mtx::Values::All(value) => RunValues::All(*value),
+                },
                 residuals: &[],
             })
             .collect();
@@ -229,7 +232,7 @@ impl MatrixFile for CheckedFiles {
                 genes[gene as usize], cells[cell as usize], files.label
             ))
         })?;
-        // The entries as read (16 bytes each) are given back.
+        // The entries as read (at most 16 bytes each) are given back.
         drop((read, read_memory));
         stored_memory.try_grow(id_bytes)?;
         Ok(FileEntries {

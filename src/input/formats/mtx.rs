@@ -220,8 +220,18 @@ pub(super) struct Coordinates {
 pub(super) struct Entries {
     /// Each entry's `(row, column)`, from 0.
     pub cells: Vec<(u32, u32)>,
-    /// Each entry's value (1 in a `pattern` matrix), finite.
-    pub values: Vec<f64>,
+    /// Their values (1 in a `pattern` matrix), finite.
+    pub values: Values,
+}
+
+/// The values of a block's entries: one each, or one for all when every
+/// entry of the block has the same (the 1s of a binarised or `pattern`
+/// matrix, held once rather than 8 bytes per entry).
+pub(super) enum Values {
+    /// Entry `k`'s value at `k`.
+    Each(Vec<f64>),
+    /// Every entry's value.
+    All(f64),
 }
 
 impl Coordinates {
@@ -441,11 +451,13 @@ fn parse_block(text: &[u8], header: &Header) -> std::result::Result<Block, Block
     let mut block = Block {
         entries: Entries {
             cells: Vec::with_capacity(most),
-            values: Vec::with_capacity(most),
+            values: Values::All(1.0),
         },
         listed: 0,
         lines: 0,
     };
+    // The values are held once until one differs (in bits) from the first.
+    let mut first: Option<f64> = None;
     for (i, raw) in block_lines(text).enumerate() {
         block.lines = i + 1;
         if is_not_entry(raw) {
@@ -455,11 +467,30 @@ fn parse_block(text: &[u8], header: &Header) -> std::result::Result<Block, Block
             entry(raw, header).map_err(|msg| BlockError { line: i + 1, msg })?;
         block.listed += 1;
         let entries = &mut block.entries;
+        match first {
+            None => {
+                first = Some(value);
+                entries.values = Values::All(value);
+            }
+            Some(x)
+                if matches!(entries.values, Values::All(_)) && x.to_bits() != value.to_bits() =>
+            {
+                let mut each = Vec::with_capacity(most);
+                each.resize(entries.cells.len(), x);
+                entries.values = Values::Each(each);
+            }
+            Some(_) => {}
+        }
+        let mirrored = header.symmetric && row != col;
         entries.cells.push((row, col));
-        entries.values.push(value);
-        if header.symmetric && row != col {
+        if mirrored {
             entries.cells.push((col, row));
-            entries.values.push(value);
+        }
+        if let Values::Each(values) = &mut entries.values {
+            values.push(value);
+            if mirrored {
+                values.push(value);
+            }
         }
     }
     Ok(block)
@@ -606,7 +637,12 @@ mod tests {
         let values = c
             .runs
             .iter()
-            .flat_map(|r| r.values.iter().copied())
+            .flat_map(|r| {
+                (0..r.cells.len()).map(|k| match &r.values {
+                    Values::Each(values) => values[k],
+                    Values::All(value) => *value,
+                })
+            })
             .collect();
         Ok((c.cells().collect(), values))
     }
@@ -718,6 +754,47 @@ mod tests {
                 "{msg}"
             );
         }
+    }
+
+    /// Case: a block whose values are all the same holds one (a binarised
+    /// matrix's 1s), one whose values differ holds each; read in blocks of
+    /// any size, the entries are the same: the same values in the same
+    /// order, a value differing at the start, middle or end of a block
+    /// included, and 0 and -0 told apart.
+    #[test]
+    fn blocks_of_one_value_hold_it_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = String::from("%%MatrixMarket matrix coordinate real general\n30 20 600\n");
+        let mut want = (Vec::new(), Vec::new());
+        for k in 0..600u32 {
+            let value = match k {
+                250 => "2",
+                400 => "-0",
+                401 => "0",
+                _ => "1",
+            };
+            text.push_str(&format!("{} {} {value}\n", k % 30 + 1, k / 30 + 1));
+            want.0.push((k % 30, k / 30));
+            want.1.push(value.parse::<f64>().unwrap());
+        }
+        let path = file(&dir, "b.mtx", &text);
+        for block in [1, 7, 64, 1000, BLOCK_BYTES] {
+            let got = read(&path, block).unwrap();
+            assert_eq!(got, want, "blocks of {block}");
+            let bits: Vec<u64> = got.1.iter().map(|x| x.to_bits()).collect();
+            assert_eq!(bits[400], (-0.0f64).to_bits(), "blocks of {block}");
+        }
+        let mut r = QueryMemory::unbounded("x").reserve("v", 0).unwrap();
+        let whole = open(&path, ("genes", "cells"))
+            .unwrap()
+            .entries_in_blocks(&path, &mut r, BLOCK_BYTES)
+            .unwrap();
+        assert!(matches!(whole.runs[0].values, Values::Each(_)));
+        let small = open(&path, ("genes", "cells"))
+            .unwrap()
+            .entries_in_blocks(&path, &mut r, 64)
+            .unwrap();
+        assert!(matches!(small.runs[0].values, Values::All(v) if v == 1.0));
     }
 
     /// Case: a symmetric matrix's off-diagonal entries are mirrored, its
