@@ -400,7 +400,11 @@ impl SparseValues {
         reservation: &mut Reservation,
     ) -> Result<std::result::Result<Self, RepeatedSample>> {
         debug_assert!(runs.iter().all(|run| {
-            matches!(run.values, RunValues::All(_) | RunValues::Each(v) if v.len() == run.cells.len())
+            let values = match run.values {
+                RunValues::All(_) => run.cells.len(),
+                RunValues::Each(values) => values.len(),
+            };
+            values == run.cells.len()
                 && (run.residuals.is_empty() || run.residuals.len() == run.cells.len())
                 && run
                     .cells
