@@ -9,9 +9,11 @@
 //! ```
 //!
 //! [`register`] adds the table functions `kendall_all_pairs`,
-//! `kendall_top_partners` (each gene's k strongest partners) and
-//! `kendall_cross_pairs` (every pair between two matrices), described in
-//! [`functions`], and the
+//! `kendall_top_partners` (each gene's k strongest partners),
+//! `kendall_cross_pairs` (every pair between two matrices),
+//! `kendall_candidate_pairs` (only the listed pairs) and
+//! `kendall_candidate_taus` (their taus line by line, in the list's order),
+//! described in [`functions`], and the
 //! `kendall.*` session options ([`KendallOptions`]) to a `SessionContext`:
 //!
 //! ```no_run
@@ -77,7 +79,8 @@ pub use schema::GeneIds;
 pub const FUNCTION_NAME: &str = schema::ALL_PAIRS;
 
 /// Registers every table function ([`functions::FUNCTIONS`]:
-/// `kendall_all_pairs`, `kendall_top_partners`, `kendall_cross_pairs`) and
+/// `kendall_all_pairs`, `kendall_top_partners`, `kendall_cross_pairs`,
+/// `kendall_candidate_pairs`, `kendall_candidate_taus`) and
 /// the `kendall.*` options on `ctx`, the GraphML writer of `COPY`
 /// ([`graphml`]) and the MatrixMarket table format (`STORED AS MTX`,
 /// [`input::MtxTableFactory`]).

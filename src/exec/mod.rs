@@ -21,7 +21,9 @@
 //! - [`slices`]: which tile ranges a cluster task computes;
 //! - [`progress`]: how far scans have come, for progress displays;
 //! - `batch`: listed pairs of two in-memory matrices computed straight into
-//!   an array, without a query ([`cross_listed_tau`]).
+//!   an array, without a query ([`cross_listed_tau`]);
+//! - `listed`: `kendall_candidate_taus`' one partition: the listed pairs
+//!   computed into an array as `batch` does, then the list's lines in order.
 
 mod batch;
 pub mod config;

@@ -12,10 +12,15 @@
 //!   and `(b, a)` are the same pair, reported as first listed;
 //! - in one matrix a gene with itself is no pair, and is left out;
 //! - an empty list gives no rows.
+//!
+//! For `kendall_candidate_taus` each line also keeps its pair (or none), so
+//! that the lines can be answered in the list's order.
 
 use std::collections::HashMap;
 
-use datafusion::arrow::array::{Array, ArrayRef, AsArray, Int64Array, StringArray};
+use datafusion::arrow::array::{
+    Array, ArrayRef, AsArray, Int64Array, StringArray, StringViewArray,
+};
 use datafusion::arrow::compute::cast;
 use datafusion::arrow::datatypes::{DataType, Int64Type, Schema};
 use datafusion::common::plan_err;
@@ -270,11 +275,14 @@ fn is_id_type(t: &DataType) -> bool {
     t.is_integer() || text(t) || matches!(t, DataType::Dictionary(_, v) if text(v))
 }
 
-/// One id column of a batch of the list: text, or integers (looked up as
-/// integers among the genes whose id is an integer's decimal form, which
-/// is what the integer cast to text would match, without making strings).
+/// One id column of a batch of the list: text (string views, as
+/// DataFusion reads `VARCHAR` columns, taken as they are; other text cast
+/// to strings), or integers (looked up as integers among the genes whose
+/// id is an integer's decimal form, which is what the integer cast to text
+/// would match, without making strings).
 enum Ids {
     Text(StringArray),
+    Views(StringViewArray),
     Integers(Int64Array),
 }
 
@@ -285,15 +293,28 @@ impl Ids {
         {
             return Ok(Ids::Integers(integers.as_primitive::<Int64Type>().clone()));
         }
+        if let Some(views) = column.as_string_view_opt() {
+            return Ok(Ids::Views(views.clone()));
+        }
         let text = cast(column, &DataType::Utf8)?;
         Ok(Ids::Text(text.as_string::<i32>().clone()))
+    }
+
+    /// Row `k`'s id when it is text and not NULL.
+    #[inline]
+    fn str(&self, k: usize) -> Option<&str> {
+        match self {
+            Ids::Text(a) => a.is_valid(k).then(|| a.value(k)),
+            Ids::Views(a) => a.is_valid(k).then(|| a.value(k)),
+            Ids::Integers(_) => None,
+        }
     }
 
     /// Row `k`'s id as text (`None` when NULL), for messages.
     fn text(&self, k: usize) -> Option<String> {
         match self {
-            Ids::Text(a) => a.is_valid(k).then(|| a.value(k).to_string()),
             Ids::Integers(a) => a.is_valid(k).then(|| a.value(k).to_string()),
+            text => text.str(k).map(str::to_string),
         }
     }
 }
@@ -310,13 +331,10 @@ impl<'a> Repeat<'a> {
     /// The gene row `k` of `ids` names, if any, as [`IdIndex::find`].
     #[inline]
     fn find(&mut self, index: &IdIndex, ids: &'a Ids, k: usize) -> Option<u32> {
-        let Ids::Text(text) = ids else {
+        if let Ids::Integers(_) = ids {
             return index.find(ids, k);
-        };
-        if text.is_null(k) {
-            return None;
         }
-        let id = text.value(k);
+        let id = ids.str(k)?;
         if let Some((last, found)) = self.last
             && last == id
         {
@@ -375,7 +393,7 @@ impl<'a> IdIndex<'a> {
     #[inline]
     fn find(&self, ids: &Ids, k: usize) -> Option<u32> {
         match ids {
-            Ids::Text(a) => a.is_valid(k).then(|| self.text.get(a.value(k)))?.copied(),
+            Ids::Text(_) | Ids::Views(_) => self.text.get(ids.str(k)?).copied(),
             Ids::Integers(a) => {
                 let x = a.is_valid(k).then(|| a.value(k))?;
                 match &self.integers {

@@ -232,8 +232,11 @@ impl MatrixFile for CheckedFiles {
                 genes[gene as usize], cells[cell as usize], files.label
             ))
         })?;
-        // The entries as read (at most 16 bytes each) are given back.
+        // The entries as read (at most 16 bytes each) are given back, to
+        // the system too (their blocks would stay resident in the
+        // allocator's arenas).
         drop((read, read_memory));
+        crate::memory::give_back_freed();
         stored_memory.try_grow(id_bytes)?;
         Ok(FileEntries {
             genes,
