@@ -19,7 +19,7 @@ use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::physical_expr::expressions::Column;
 use datafusion::physical_expr::{EquivalenceProperties, PhysicalSortExpr};
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use super::batch::compute;
 use super::config::ScanConfig;
@@ -68,10 +68,12 @@ pub(super) fn lines_stream(
     memory: QueryMemory,
 ) -> futures::stream::BoxStream<'static, Result<RecordBatch>> {
     let computed = async move {
+        // In list order the list keeps each line's pair (a non-empty list
+        // without them was read for another mode).
         let Some(listed) = prepared
             .listed
             .clone()
-            .filter(|l| !l.lines.is_empty() || l.is_empty())
+            .filter(|l| l.is_empty() || !l.lines.is_empty())
         else {
             return Err(DataFusionError::Internal(
                 "candidate taus in list order without the list's lines".into(),
@@ -115,13 +117,7 @@ pub(super) fn lines_stream(
             });
         Ok(futures::stream::iter(batches))
     };
-    futures::stream::once(computed)
-        .map(|batches| match batches {
-            Ok(batches) => batches.boxed(),
-            Err(e) => futures::stream::once(async { Err(e) }).boxed(),
-        })
-        .flatten()
-        .boxed()
+    futures::stream::once(computed).try_flatten().boxed()
 }
 
 /// The lines' rows, built a batch at a time.

@@ -141,16 +141,7 @@ impl PairListSpec {
             let keys: Vec<u64> = (0..rows)
                 .into_par_iter()
                 .with_min_len(1 << 12)
-                .map_init(
-                    Default::default,
-                    |(first, second): &mut (Repeat, Repeat), k| {
-                        (
-                            first.find(&first_index, &a, k),
-                            second.find(second_of, &b, k),
-                        )
-                    },
-                )
-                .map(|found| match found {
+                .map(|k| match (first_index.find(&a, k), second_of.find(&b, k)) {
                     (Some(i), Some(j)) if !(one_matrix && i == j) => {
                         (u64::from(i) << 32) | u64::from(j)
                     }
@@ -316,33 +307,6 @@ impl Ids {
             Ids::Integers(a) => a.is_valid(k).then(|| a.value(k).to_string()),
             text => text.str(k).map(str::to_string),
         }
-    }
-}
-
-/// The last text id a thread looked up and the gene it found: a list
-/// written gene by gene repeats its first id line after line, looked up
-/// once per run of lines.
-#[derive(Default)]
-struct Repeat<'a> {
-    last: Option<(&'a str, Option<u32>)>,
-}
-
-impl<'a> Repeat<'a> {
-    /// The gene row `k` of `ids` names, if any, as [`IdIndex::find`].
-    #[inline]
-    fn find(&mut self, index: &IdIndex, ids: &'a Ids, k: usize) -> Option<u32> {
-        if let Ids::Integers(_) = ids {
-            return index.find(ids, k);
-        }
-        let id = ids.str(k)?;
-        if let Some((last, found)) = self.last
-            && last == id
-        {
-            return found;
-        }
-        let found = index.text.get(id).copied();
-        self.last = Some((id, found));
-        found
     }
 }
 
