@@ -18,6 +18,7 @@
 
 use std::collections::HashMap;
 
+use datafusion::arrow::array::builder::make_view;
 use datafusion::arrow::array::{
     Array, ArrayRef, AsArray, Int64Array, StringArray, StringViewArray,
 };
@@ -314,7 +315,27 @@ impl Ids {
 /// is one written as Rust (and Arrow's cast) writes it.
 struct IdIndex<'a> {
     text: HashMap<&'a str, u32, foldhash::fast::RandomState>,
+    /// Genes whose id is at most [`INLINE_ID`] bytes, by the string view
+    /// that holds it (its length and bytes in 16 bytes): a view column's
+    /// short ids are found by their views, without reading their text.
+    short: HashMap<u128, u32, foldhash::fast::RandomState>,
     integers: IntegerIds,
+}
+
+/// The longest id a string view holds in itself (Arrow's layout: the
+/// length in its first 4 bytes, the text in the next 12).
+const INLINE_ID: usize = 12;
+
+/// The view of an id of at most [`INLINE_ID`] bytes, whatever bytes follow
+/// the id in it (zeros, as Arrow writes them, but not relied on).
+#[inline]
+fn inline_view(view: u128) -> u128 {
+    let kept = 32 + 8 * (view as u32);
+    if kept >= 128 {
+        view
+    } else {
+        view & ((1u128 << kept) - 1)
+    }
 }
 
 /// Genes by integer id: a table from the smallest id when the ids are
@@ -331,6 +352,11 @@ enum IntegerIds {
 impl<'a> IdIndex<'a> {
     fn new(genes: &'a StringArray, range: std::ops::Range<usize>) -> Self {
         let text: HashMap<&str, u32, _> = range.map(|g| (genes.value(g), g as u32)).collect();
+        let short = text
+            .iter()
+            .filter(|(id, _)| id.len() <= INLINE_ID)
+            .map(|(id, &g)| (make_view(id.as_bytes(), 0, 0), g))
+            .collect();
         let map: HashMap<i64, u32, _> = text
             .iter()
             .filter_map(|(&id, &g)| {
@@ -350,14 +376,26 @@ impl<'a> IdIndex<'a> {
         } else {
             IntegerIds::Map(map)
         };
-        IdIndex { text, integers }
+        IdIndex {
+            text,
+            short,
+            integers,
+        }
     }
 
     /// The gene row `k` of `ids` names, if any.
     #[inline]
     fn find(&self, ids: &Ids, k: usize) -> Option<u32> {
         match ids {
-            Ids::Text(_) | Ids::Views(_) => self.text.get(ids.str(k)?).copied(),
+            Ids::Views(a) => {
+                let view = *a.views().get(k).filter(|_| a.is_valid(k))?;
+                if (view as u32) as usize <= INLINE_ID {
+                    self.short.get(&inline_view(view)).copied()
+                } else {
+                    self.text.get(a.value(k)).copied()
+                }
+            }
+            Ids::Text(_) => self.text.get(ids.str(k)?).copied(),
             Ids::Integers(a) => {
                 let x = a.is_valid(k).then(|| a.value(k))?;
                 match &self.integers {
@@ -376,6 +414,51 @@ impl<'a> IdIndex<'a> {
 mod tests {
     use super::*;
     use datafusion::arrow::datatypes::Field;
+
+    /// Ids in a string-view column are found as in a string column: short
+    /// ones by their views (whatever follows the id in the view), long ones
+    /// by their text; ids that differ only after 12 bytes, or are a prefix
+    /// of another, are told apart.
+    #[test]
+    fn view_ids_are_found_as_text_ids_are() {
+        let names: Vec<String> = (0..=20)
+            .map(|n| "abcdefghijklmnopqrstu"[..n].to_string())
+            .chain(
+                [
+                    "abcdefghijklX",
+                    "abcdefghijkX",
+                    "p1",
+                    "p12",
+                    "\u{e9}t\u{e9}",
+                ]
+                .map(String::from),
+            )
+            .collect();
+        let genes = StringArray::from_iter_values(&names);
+        let index = IdIndex::new(&genes, 1..genes.len());
+        let mut asked = names.clone();
+        asked.extend(["abcdefghijklY", "abcdefghijkY", "p2", "p123", "\u{e9}t"].map(String::from));
+        let text = Ids::Text(StringArray::from_iter_values(&asked));
+        let views = Ids::Views(StringViewArray::from_iter_values(&asked));
+        for (k, name) in asked.iter().enumerate() {
+            let want = names[1..]
+                .iter()
+                .position(|n| n == name)
+                .map(|g| g as u32 + 1);
+            assert_eq!(index.find(&text, k), want, "{name:?}");
+            assert_eq!(index.find(&views, k), want, "{name:?}");
+        }
+        let nulls = Ids::Views(StringViewArray::from(vec![None, Some("p1")]));
+        assert_eq!(index.find(&nulls, 0), None);
+        assert_eq!(index.find(&nulls, 1), Some(23));
+        // The bytes after a short id in its view are not part of it.
+        let view = make_view(b"p12", 0, 0);
+        assert_eq!(inline_view(view | (0xff << 120)), view);
+        assert_eq!(
+            inline_view(make_view(b"abcdefghijkl", 0, 0)),
+            make_view(b"abcdefghijkl", 0, 0)
+        );
+    }
 
     #[test]
     fn the_first_two_columns_must_be_ids() {

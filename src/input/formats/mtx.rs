@@ -444,6 +444,11 @@ fn block_lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 /// The entries of the block `text` (its line `k`, from 1, in messages).
+/// A line of the usual form (`row column value`, fields parted by spaces or
+/// tabs, nothing after the value) is parsed in one pass over its bytes
+/// ([`plain_entry`]); any other line (a comment, a blank line, spaces at its
+/// start or end, an error) as [`entry`] parses it, which gives the same
+/// entry for a line of the usual form.
 fn parse_block(text: &[u8], header: &Header) -> std::result::Result<Block, BlockError> {
     // As many entries as lines (twice for a symmetric matrix), at most.
     let lines = memchr::memchr_iter(b'\n', text).count() + 1;
@@ -458,13 +463,24 @@ fn parse_block(text: &[u8], header: &Header) -> std::result::Result<Block, Block
     };
     // The values are held once until one differs (in bits) from the first.
     let mut first: Option<f64> = None;
-    for (i, raw) in block_lines(text).enumerate() {
-        block.lines = i + 1;
-        if is_not_entry(raw) {
-            continue;
-        }
-        let (row, col, value) =
-            entry(raw, header).map_err(|msg| BlockError { line: i + 1, msg })?;
+    // The start of the next line; a last line without its end ends the
+    // text (as the lines of [`block_lines`] do).
+    let mut at = 0;
+    let mut i = 0;
+    while at < text.len() || i == 0 {
+        i += 1;
+        let (row, col, value) = match plain_entry(text, &mut at, header) {
+            Some(parsed) => parsed,
+            None => {
+                let end = memchr::memchr(b'\n', &text[at..]).map_or(text.len(), |e| at + e);
+                let raw = &text[at..end];
+                at = end + 1;
+                if is_not_entry(raw) {
+                    continue;
+                }
+                entry(raw, header).map_err(|msg| BlockError { line: i, msg })?
+            }
+        };
         block.listed += 1;
         let entries = &mut block.entries;
         match first {
@@ -493,7 +509,73 @@ fn parse_block(text: &[u8], header: &Header) -> std::result::Result<Block, Block
             }
         }
     }
+    block.lines = i;
     Ok(block)
+}
+
+/// The entry of the line at `text[*at..]` when the line has the usual form
+/// (`row column value\n`, or `row column\n` in a `pattern` matrix; the
+/// fields parted by spaces or tabs, the line's end or the text's right
+/// after the last) and its indices are in range, `*at` then moved to the
+/// next line; `None` (and `*at` unmoved) for any other line, which
+/// [`entry`] then reads. It gives what [`entry`] gives for the line.
+#[inline]
+fn plain_entry(text: &[u8], at: &mut usize, header: &Header) -> Option<(u32, u32, f64)> {
+    let mut k = *at;
+    let row = digits(text, &mut k).filter(|x| (1..=header.rows).contains(x))?;
+    gap(text, &mut k)?;
+    let col = digits(text, &mut k).filter(|x| (1..=header.cols).contains(x))?;
+    let value = if header.pattern {
+        1.0
+    } else {
+        gap(text, &mut k)?;
+        let start = k;
+        let mut ascii = true;
+        while let Some(&b) = text.get(k)
+            && !b.is_ascii_whitespace()
+        {
+            ascii &= b.is_ascii();
+            k += 1;
+        }
+        // (Non-ASCII text is left to [`entry`], whose message shows it.)
+        if !ascii {
+            return None;
+        }
+        parse_value(&text[start..k])?
+    };
+    match text.get(k) {
+        None => {}
+        Some(b'\n') => k += 1,
+        Some(_) => return None,
+    }
+    *at = k;
+    Some(((row - 1) as u32, (col - 1) as u32, value))
+}
+
+/// The decimal number of 1 to 19 digits at `text[*k..]` (as
+/// [`parse_index`] reads it), `*k` moved past its digits.
+#[inline]
+fn digits(text: &[u8], k: &mut usize) -> Option<usize> {
+    let start = *k;
+    let mut x = 0usize;
+    while let Some(&b) = text.get(*k)
+        && b.is_ascii_digit()
+    {
+        x = x.wrapping_mul(10).wrapping_add(usize::from(b - b'0'));
+        *k += 1;
+    }
+    (1..=19).contains(&(*k - start)).then_some(x)
+}
+
+/// Moves `*k` past the spaces and tabs at `text[*k..]`; `None` when there
+/// are none.
+#[inline]
+fn gap(text: &[u8], k: &mut usize) -> Option<()> {
+    let start = *k;
+    while let Some(b' ' | b'\t') = text.get(*k) {
+        *k += 1;
+    }
+    (*k > start).then_some(())
 }
 
 /// The line (from 1) of the block `text` that holds its entry number `n`
@@ -571,11 +653,13 @@ fn parse_value(w: &[u8]) -> Option<f64> {
             .fold(0u64, |x, &b| x * 10 + u64::from(b - b'0')) as f64;
         return Some(if negative { -x } else { x });
     }
-    std::str::from_utf8(w)
-        .ok()?
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite())
+    let text = if w.is_ascii() {
+        // SAFETY: ASCII bytes are valid UTF-8.
+        unsafe { std::str::from_utf8_unchecked(w) }
+    } else {
+        std::str::from_utf8(w).ok()?
+    };
+    text.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
 /// A decimal index (digits only), `None` when it is not one or overflows.
@@ -606,6 +690,104 @@ mod tests {
 
     /// Entries as read: positions and values.
     type Read = (Vec<(u32, u32)>, Vec<f64>);
+
+    /// A block's entries, lines and first error as [`parse_block`] gives
+    /// them.
+    type Parsed = std::result::Result<(Read, usize, usize), (usize, String)>;
+
+    fn parsed(text: &[u8], header: &Header) -> Parsed {
+        parse_block(text, header)
+            .map(|b| {
+                let values = (0..b.entries.cells.len())
+                    .map(|k| match &b.entries.values {
+                        Values::Each(values) => values[k],
+                        Values::All(value) => *value,
+                    })
+                    .collect();
+                ((b.entries.cells, values), b.listed, b.lines)
+            })
+            .map_err(|e| (e.line, e.msg))
+    }
+
+    /// The block as every line is read by [`entry`] alone.
+    fn parsed_line_by_line(text: &[u8], header: &Header) -> Parsed {
+        let (mut read, mut listed, mut lines): (Read, usize, usize) = Default::default();
+        for (i, raw) in block_lines(text).enumerate() {
+            lines = i + 1;
+            if is_not_entry(raw) {
+                continue;
+            }
+            let (row, col, value) = entry(raw, header).map_err(|msg| (i + 1, msg))?;
+            listed += 1;
+            read.0.push((row, col));
+            read.1.push(value);
+            if header.symmetric && row != col {
+                read.0.push((col, row));
+                read.1.push(value);
+            }
+        }
+        Ok((read, listed, lines))
+    }
+
+    /// Case: the one-pass reading of a line of the usual form gives what
+    /// reading its words gives, and every other line (spaces at either end,
+    /// tabs, a carriage return, words after the value, comments, blank
+    /// lines, indices out of range or too long, no value, a value that is
+    /// no number or not ASCII) is read as before: the same entries, lines
+    /// and errors, in every kind of matrix, with and without the last
+    /// line's end.
+    #[test]
+    fn lines_of_the_usual_form_read_as_their_words_do() {
+        let lines = [
+            "3 4 1.5",
+            "3\t4\t1.5",
+            "3  4 \t 2",
+            " 3 4 5",
+            "3 4 5 ",
+            "3 4 5\r",
+            "3 4 5 extra",
+            "% a comment",
+            "",
+            "   ",
+            "30 40 -0",
+            "1 1 1.1248863780382898e+00",
+            "1 1 007",
+            "0 4 5",
+            "31 4 5",
+            "3 0 5",
+            "3 41 5",
+            "3 4 x",
+            "3 4",
+            "3",
+            "3 4 \u{e9}",
+            "3 4 1e400",
+            "12345678901234567890 1 1",
+            "0000000000000000003 4 1",
+            "00000000000000000003 4 1",
+            "3a 4 1",
+            "3 4a 1",
+            "-3 4 1",
+        ];
+        for (pattern, symmetric) in [(false, false), (false, true), (true, false), (true, true)] {
+            let header = Header {
+                rows: 30,
+                cols: 40,
+                entries: 100,
+                pattern,
+                symmetric,
+                size_line: 2,
+            };
+            for a in lines {
+                for b in ["3 4 1", a, "% c"] {
+                    for end in ["", "\n"] {
+                        let text = format!("{a}\n{b}{end}");
+                        let want = parsed_line_by_line(text.as_bytes(), &header);
+                        assert_eq!(parsed(text.as_bytes(), &header), want, "{header:?} {text:?}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn block_lines_are_the_lines_a_split_at_line_ends_gives() {
