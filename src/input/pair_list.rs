@@ -17,6 +17,7 @@
 //! that the lines can be answered in the list's order.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 use datafusion::arrow::array::builder::make_view;
 use datafusion::arrow::array::{
@@ -128,42 +129,60 @@ impl PairListSpec {
         let (mut listed, mut example) = (0u64, None);
         // A pair that names no two genes (genes are fewer than u32::MAX).
         const NONE: u64 = u64::MAX;
-        for batch in batches {
+        let mut batches = batches;
+        let mut next = batches.next();
+        while let Some(batch) = next {
             // (The batches stop a load asked to stop.)
             let batch = batch?;
-            let (a, b) = (Ids::of(batch.column(0))?, Ids::of(batch.column(1))?);
-            let rows = batch.num_rows();
-            let per_row = match lines {
-                true => size_of::<[u64; 4]>(),
-                false => size_of::<[u64; 3]>(),
-            };
-            reservation.try_grow(rows * per_row)?;
-            // The ids looked up on rayon's threads.
-            let keys: Vec<u64> = (0..rows)
-                .into_par_iter()
-                .with_min_len(1 << 12)
-                .map(|k| match (first_index.find(&a, k), second_of.find(&b, k)) {
-                    (Some(i), Some(j)) if !(one_matrix && i == j) => {
-                        (u64::from(i) << 32) | u64::from(j)
+            // Each batch's ids are looked up here while the next batch is
+            // read on a thread of its own; the batch held here is reserved
+            // here (the batches reserve the one they read last).
+            reservation.try_grow(batch.get_array_memory_size())?;
+            let look_up = || -> Result<()> {
+                let (a, b) = (Ids::of(batch.column(0))?, Ids::of(batch.column(1))?);
+                let rows = batch.num_rows();
+                let per_row = match lines {
+                    true => size_of::<[u64; 4]>(),
+                    false => size_of::<[u64; 3]>(),
+                };
+                reservation.try_grow(rows * per_row)?;
+                // The ids looked up on rayon's threads, those a few rows
+                // ahead fetched while a row is looked up.
+                const AHEAD: usize = 8;
+                let keys: Vec<u64> = (0..rows)
+                    .into_par_iter()
+                    .with_min_len(1 << 12)
+                    .map(|k| {
+                        first_index.prefetch(&a, k + AHEAD);
+                        second_of.prefetch(&b, k + AHEAD);
+                        (first_index.find(&a, k), second_of.find(&b, k))
+                    })
+                    .map(|found| match found {
+                        (Some(i), Some(j)) if !(one_matrix && i == j) => {
+                            (u64::from(i) << 32) | u64::from(j)
+                        }
+                        _ => NONE,
+                    })
+                    .collect();
+                found.reserve(rows);
+                for (k, &key) in keys.iter().enumerate() {
+                    if key != NONE {
+                        found.push(key);
+                    } else if example.is_none()
+                        && let (Some(x), Some(y)) = (a.text(k), b.text(k))
+                    {
+                        example = Some((x, y));
                     }
-                    _ => NONE,
-                })
-                .collect();
-            found.reserve(rows);
-            for (k, &key) in keys.iter().enumerate() {
-                if key != NONE {
-                    found.push(key);
-                } else if example.is_none()
-                    && let (Some(x), Some(y)) = (a.text(k), b.text(k))
-                {
-                    example = Some((x, y));
                 }
-            }
-            listed += rows as u64;
-            if lines {
-                line_keys.extend_from_slice(&keys);
-            }
+                listed += rows as u64;
+                if lines {
+                    line_keys.extend_from_slice(&keys);
+                }
+                Ok(())
+            };
+            let ((), following) = crate::load::join(look_up, || Ok(batches.next()))?;
             reservation.shrink_to((found.capacity() + line_keys.capacity()) * size_of::<u64>());
+            next = following;
         }
         if lines && listed >= u64::from(ListedPairs::NO_PAIR) {
             return plan_err!(
@@ -318,8 +337,79 @@ struct IdIndex<'a> {
     /// Genes whose id is at most [`INLINE_ID`] bytes, by the string view
     /// that holds it (its length and bytes in 16 bytes): a view column's
     /// short ids are found by their views, without reading their text.
-    short: HashMap<u128, u32, foldhash::fast::RandomState>,
+    short: ShortIds,
     integers: IntegerIds,
+}
+
+/// Genes by the views of their short ids: open addressing, a slot per
+/// view (and its gene) at the first free place from its hash's, at most
+/// half the slots full. Unlike a general map, it tells where a view's
+/// slot is before looking, so that the list's ids a few rows ahead are
+/// fetched from memory while the row at hand is looked up.
+struct ShortIds {
+    slots: Vec<(u128, u32)>,
+    mask: usize,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl ShortIds {
+    /// A free slot's gene.
+    const FREE: u32 = u32::MAX;
+
+    fn new(ids: &[(u128, u32)]) -> Self {
+        let len = (2 * ids.len()).next_power_of_two().max(16);
+        let mut table = ShortIds {
+            slots: vec![(0, Self::FREE); len],
+            mask: len - 1,
+            hasher: Default::default(),
+        };
+        for &(view, gene) in ids {
+            let mut at = table.home(view);
+            while table.slots[at].1 != Self::FREE {
+                at = (at + 1) & table.mask;
+            }
+            table.slots[at] = (view, gene);
+        }
+        table
+    }
+
+    /// Where the slot of `view` is looked for first.
+    #[inline]
+    fn home(&self, view: u128) -> usize {
+        (self.hasher.hash_one(view) as usize) & self.mask
+    }
+
+    /// The gene of `view`, if any.
+    #[inline]
+    fn get(&self, view: u128) -> Option<u32> {
+        let mut at = self.home(view);
+        loop {
+            let (held, gene) = self.slots[at];
+            if gene == Self::FREE {
+                return None;
+            }
+            if held == view {
+                return Some(gene);
+            }
+            at = (at + 1) & self.mask;
+        }
+    }
+
+    /// Asks the processor to fetch the slot `view` is looked for first in
+    /// (a hint: nothing is read).
+    #[inline]
+    fn prefetch(&self, view: u128) {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+            let slot = self.slots[self.home(view)..].as_ptr();
+            // SAFETY: a prefetch reads nothing and cannot fault (the slot
+            // is in the table anyway); SSE is in every x86_64 processor.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(slot.cast::<i8>()) };
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = view;
+    }
 }
 
 /// The longest id a string view holds in itself (Arrow's layout: the
@@ -352,11 +442,12 @@ enum IntegerIds {
 impl<'a> IdIndex<'a> {
     fn new(genes: &'a StringArray, range: std::ops::Range<usize>) -> Self {
         let text: HashMap<&str, u32, _> = range.map(|g| (genes.value(g), g as u32)).collect();
-        let short = text
+        let short: Vec<(u128, u32)> = text
             .iter()
             .filter(|(id, _)| id.len() <= INLINE_ID)
             .map(|(id, &g)| (make_view(id.as_bytes(), 0, 0), g))
             .collect();
+        let short = ShortIds::new(&short);
         let map: HashMap<i64, u32, _> = text
             .iter()
             .filter_map(|(&id, &g)| {
@@ -383,6 +474,18 @@ impl<'a> IdIndex<'a> {
         }
     }
 
+    /// Asks the processor to fetch where row `k`'s id is looked for, when
+    /// it is a string view's short id (a hint: see [`ShortIds`]).
+    #[inline]
+    fn prefetch(&self, ids: &Ids, k: usize) {
+        if let Ids::Views(a) = ids
+            && let Some(&view) = a.views().get(k)
+            && (view as u32) as usize <= INLINE_ID
+        {
+            self.short.prefetch(inline_view(view));
+        }
+    }
+
     /// The gene row `k` of `ids` names, if any.
     #[inline]
     fn find(&self, ids: &Ids, k: usize) -> Option<u32> {
@@ -390,7 +493,7 @@ impl<'a> IdIndex<'a> {
             Ids::Views(a) => {
                 let view = *a.views().get(k).filter(|_| a.is_valid(k))?;
                 if (view as u32) as usize <= INLINE_ID {
-                    self.short.get(&inline_view(view)).copied()
+                    self.short.get(inline_view(view))
                 } else {
                     self.text.get(a.value(k)).copied()
                 }
@@ -451,6 +554,19 @@ mod tests {
         let nulls = Ids::Views(StringViewArray::from(vec![None, Some("p1")]));
         assert_eq!(index.find(&nulls, 0), None);
         assert_eq!(index.find(&nulls, 1), Some(23));
+        // Many short ids, each found, none of the others.
+        let many = StringArray::from_iter_values((0..5000).map(|k| format!("p{k}")));
+        let index = IdIndex::new(&many, 0..many.len());
+        let asked = StringViewArray::from_iter_values((0..10000).map(|k| format!("p{k}")));
+        let views = Ids::Views(asked);
+        for k in 0..10000 {
+            index.prefetch(&views, k);
+            assert_eq!(
+                index.find(&views, k),
+                (k < 5000).then_some(k as u32),
+                "p{k}"
+            );
+        }
         // The bytes after a short id in its view are not part of it.
         let view = make_view(b"p12", 0, 0);
         assert_eq!(inline_view(view | (0xff << 120)), view);

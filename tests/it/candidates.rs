@@ -35,6 +35,42 @@ fn register_list(ctx: &SessionContext, name: &str, pairs: &[(&str, &str)]) {
     ctx.register_table(name, Arc::new(table)).unwrap();
 }
 
+/// `pairs` as a table of batches of `per_batch` lines, in two partitions
+/// (the first half's batches, then the rest), its ids as string views
+/// when `views`.
+fn register_list_in_batches(
+    ctx: &SessionContext,
+    name: &str,
+    pairs: &[(&str, &str)],
+    per_batch: usize,
+    views: bool,
+) {
+    let column = |ids: Vec<&str>| -> datafusion::arrow::array::ArrayRef {
+        match views {
+            true => Arc::new(datafusion::arrow::array::StringViewArray::from_iter_values(
+                ids,
+            )),
+            false => Arc::new(StringArray::from_iter_values(ids)),
+        }
+    };
+    let batches: Vec<_> = pairs
+        .chunks(per_batch)
+        .map(|chunk| {
+            common::batch(vec![
+                ("gene", column(chunk.iter().map(|p| p.0).collect())),
+                ("peak", column(chunk.iter().map(|p| p.1).collect())),
+            ])
+        })
+        .collect();
+    let half = batches.len() / 2;
+    let table = MemTable::try_new(
+        batches[0].schema(),
+        vec![batches[..half].to_vec(), batches[half..].to_vec()],
+    )
+    .unwrap();
+    ctx.register_table(name, Arc::new(table)).unwrap();
+}
+
 /// The gene ids of a genes-as-rows CSV file.
 fn genes_of(path: &str) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap();
@@ -504,6 +540,26 @@ async fn candidate_taus_give_each_line_its_pairs_tau_in_order() {
             format!("SELECT line, tau FROM kendall_candidate_taus('cand', '{LEFT}') ORDER BY line");
         let got = line_taus(&run(&ctx, &sql).await.unwrap());
         assert_eq!(got, expected, "{partitions} partitions");
+        // A long list read in many batches (each batch's ids looked up
+        // while the next is read), as strings and as string views.
+        let long: Vec<(&str, &str)> = lines
+            .iter()
+            .copied()
+            .cycle()
+            .take(50 * lines.len())
+            .collect();
+        for views in [false, true] {
+            register_list_in_batches(&ctx, "long", &long, 4, views);
+            let sql = format!(
+                "SELECT line, tau FROM kendall_candidate_taus('long', '{LEFT}') ORDER BY line"
+            );
+            let got = line_taus(&run(&ctx, &sql).await.unwrap());
+            let want: Vec<(i64, Option<u64>)> = (0..long.len())
+                .map(|k| (k as i64 + 1, expected[k % lines.len()].1))
+                .collect();
+            assert_eq!(got, want, "{partitions} partitions, views {views}");
+            ctx.deregister_table("long").unwrap();
+        }
         let plan = common::plan(&ctx, &format!("EXPLAIN {sql}")).await;
         assert!(!plan.contains("SortExec"), "{plan}");
         assert!(plan.contains("the list's lines, in order"), "{plan}");

@@ -782,7 +782,11 @@ mod tests {
                     for end in ["", "\n"] {
                         let text = format!("{a}\n{b}{end}");
                         let want = parsed_line_by_line(text.as_bytes(), &header);
-                        assert_eq!(parsed(text.as_bytes(), &header), want, "{header:?} {text:?}");
+                        assert_eq!(
+                            parsed(text.as_bytes(), &header),
+                            want,
+                            "{header:?} {text:?}"
+                        );
                     }
                 }
             }
