@@ -1,19 +1,23 @@
-//! Issue rates of the instructions the bit-plane kernel's AVX2 loops use,
-//! measured on this CPU, for the throughput bound in `docs/kernels.md`.
+//! Issue rates of the instructions the bit-plane kernel's AVX2 and AVX-512
+//! loops use, measured on this CPU, for the throughput bound in
+//! `docs/kernels.md`.
 //!
 //! ```text
 //! cargo bench --bench issue_rates
 //! ```
 //!
-//! The clock is measured first: a chain of dependent 64-bit `add`s retires
-//! one per cycle on every x86-64 core, so adds per second are cycles per
-//! second (whatever the boost or the hypervisor makes of the nominal
-//! frequency). Each instruction is then timed as 12 independent copies per
+//! The clock is measured first: a chain of dependent 64-bit `add`s of a
+//! register retires one per cycle on every x86-64 core, so adds per second
+//! are cycles per second (whatever the boost or the hypervisor makes of
+//! the nominal frequency); a chain of `imul`s (three cycles each) checks
+//! it. Each instruction is then timed as 12 independent copies per
 //! loop iteration (registers ymm0–ymm11 written, ymm12–ymm15 read), which
 //! only the number of ports that execute it limits; loads read one 4 KiB
 //! buffer (L1). Pairs of instructions run together show which share
-//! ports. Printed: instructions per cycle, best of five runs. Nothing
-//! here is used by the library.
+//! ports. On a CPU with AVX-512 F and VPOPCNTDQ the same is done for the
+//! 512-bit instructions of the AVX-512 loops (zmm0–zmm11 written,
+//! zmm12–zmm15 read). Printed: instructions per cycle, best of five runs.
+//! Nothing here is used by the library.
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
@@ -34,17 +38,21 @@ mod x86 {
             .fold(f64::INFINITY, f64::min)
     }
 
-    /// Cycles per second, from a chain of dependent adds (8 per iteration).
+    /// Cycles per second, from a chain of dependent adds of a register (8
+    /// per iteration). Not adds of an immediate: Intel's Golden Cove cores
+    /// (Sapphire Rapids) run chains of those faster than one a cycle.
     pub fn clock() -> f64 {
         let secs = best(|| {
             let mut x = 0u64;
+            let one = std::hint::black_box(1u64);
             for _ in 0..ITERS {
                 // SAFETY: register arithmetic only.
                 unsafe {
                     asm!(
-                        "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
-                        "add {x}, 1", "add {x}, 1", "add {x}, 1", "add {x}, 1",
+                        "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
+                        "add {x}, {one}", "add {x}, {one}", "add {x}, {one}", "add {x}, {one}",
                         x = inout(reg) x,
+                        one = in(reg) one,
                         options(nomem, nostack),
                     );
                 }
@@ -52,6 +60,26 @@ mod x86 {
             std::hint::black_box(x);
         });
         (ITERS * 8) as f64 / secs
+    }
+
+    /// Cycles per second from a chain of dependent `imul`s (latency 3 on
+    /// every x86-64 core of the last decade), as a check on [`clock`].
+    pub fn clock_imul() -> f64 {
+        let secs = best(|| {
+            let mut x = 3u64;
+            for _ in 0..ITERS {
+                // SAFETY: register arithmetic only.
+                unsafe {
+                    asm!(
+                        "imul {x}, {x}", "imul {x}, {x}", "imul {x}, {x}", "imul {x}, {x}",
+                        x = inout(reg) x,
+                        options(nomem, nostack),
+                    );
+                }
+            }
+            std::hint::black_box(x);
+        });
+        (ITERS * 4 * 3) as f64 / secs
     }
 
     /// 12 independent copies of a three-operand instruction: destinations
@@ -165,10 +193,186 @@ mod x86 {
         }};
     }
 
-    /// The table of issue rates (AVX2 only).
+    /// 12 independent copies of a three-operand 512-bit instruction:
+    /// destinations zmm0–zmm11, sources two of zmm12–zmm15.
+    macro_rules! zzz {
+        ($op:literal) => {
+            concat!(
+                $op,
+                " zmm0, zmm12, zmm13\n",
+                $op,
+                " zmm1, zmm13, zmm14\n",
+                $op,
+                " zmm2, zmm14, zmm15\n",
+                $op,
+                " zmm3, zmm15, zmm12\n",
+                $op,
+                " zmm4, zmm12, zmm14\n",
+                $op,
+                " zmm5, zmm13, zmm15\n",
+                $op,
+                " zmm6, zmm12, zmm13\n",
+                $op,
+                " zmm7, zmm13, zmm14\n",
+                $op,
+                " zmm8, zmm14, zmm15\n",
+                $op,
+                " zmm9, zmm15, zmm12\n",
+                $op,
+                " zmm10, zmm12, zmm14\n",
+                $op,
+                " zmm11, zmm13, zmm15\n",
+            )
+        };
+    }
+
+    /// 12 independent copies of a two-operand 512-bit instruction
+    /// (`vpopcntq`): destinations zmm0–zmm11, sources zmm12–zmm15.
+    macro_rules! zz {
+        ($op:literal) => {
+            concat!(
+                $op,
+                " zmm0, zmm12\n",
+                $op,
+                " zmm1, zmm13\n",
+                $op,
+                " zmm2, zmm14\n",
+                $op,
+                " zmm3, zmm15\n",
+                $op,
+                " zmm4, zmm12\n",
+                $op,
+                " zmm5, zmm13\n",
+                $op,
+                " zmm6, zmm14\n",
+                $op,
+                " zmm7, zmm15\n",
+                $op,
+                " zmm8, zmm12\n",
+                $op,
+                " zmm9, zmm13\n",
+                $op,
+                " zmm10, zmm14\n",
+                $op,
+                " zmm11, zmm15\n",
+            )
+        };
+    }
+
+    /// 12 copies of `vpternlogq` with the kernel's function 0x02; each
+    /// also reads its destination, a chain of one instruction per
+    /// iteration that the other eleven hide.
+    macro_rules! ternlog {
+        () => {
+            concat!(
+                "vpternlogq zmm0, zmm12, zmm13, 2\n",
+                "vpternlogq zmm1, zmm13, zmm14, 2\n",
+                "vpternlogq zmm2, zmm14, zmm15, 2\n",
+                "vpternlogq zmm3, zmm15, zmm12, 2\n",
+                "vpternlogq zmm4, zmm12, zmm14, 2\n",
+                "vpternlogq zmm5, zmm13, zmm15, 2\n",
+                "vpternlogq zmm6, zmm12, zmm13, 2\n",
+                "vpternlogq zmm7, zmm13, zmm14, 2\n",
+                "vpternlogq zmm8, zmm14, zmm15, 2\n",
+                "vpternlogq zmm9, zmm15, zmm12, 2\n",
+                "vpternlogq zmm10, zmm12, zmm14, 2\n",
+                "vpternlogq zmm11, zmm13, zmm15, 2\n",
+            )
+        };
+    }
+
+    /// 12 independent 512-bit loads from the buffer at `rsi` (L1).
+    macro_rules! loads512 {
+        () => {
+            concat!(
+                "vmovdqu64 zmm0, [rsi]\n",
+                "vmovdqu64 zmm1, [rsi + 64]\n",
+                "vmovdqu64 zmm2, [rsi + 128]\n",
+                "vmovdqu64 zmm3, [rsi + 192]\n",
+                "vmovdqu64 zmm4, [rsi + 256]\n",
+                "vmovdqu64 zmm5, [rsi + 320]\n",
+                "vmovdqu64 zmm6, [rsi + 384]\n",
+                "vmovdqu64 zmm7, [rsi + 448]\n",
+                "vmovdqu64 zmm8, [rsi + 512]\n",
+                "vmovdqu64 zmm9, [rsi + 576]\n",
+                "vmovdqu64 zmm10, [rsi + 640]\n",
+                "vmovdqu64 zmm11, [rsi + 704]\n",
+            )
+        };
+    }
+
+    /// As `rate!`, for templates of 512-bit instructions; expands inside a
+    /// function with AVX-512 F and VPOPCNTDQ enabled.
+    macro_rules! rate512 {
+        ($hz:expr, $count:expr, $template:expr) => {{
+            let buffer = vec![0x5555_5555_5555_5555u64; 512];
+            let p = buffer.as_ptr();
+            let mut secs = f64::INFINITY;
+            for _ in 0..5 {
+                let t = Instant::now();
+                for _ in 0..ITERS {
+                    // SAFETY: the caller checked AVX-512 F and VPOPCNTDQ;
+                    // loads read within `buffer` (offsets below 4 KiB).
+                    unsafe {
+                        asm!(
+                            $template,
+                            in("rsi") p,
+                            out("zmm0") _, out("zmm1") _, out("zmm2") _, out("zmm3") _,
+                            out("zmm4") _, out("zmm5") _, out("zmm6") _, out("zmm7") _,
+                            out("zmm8") _, out("zmm9") _, out("zmm10") _, out("zmm11") _,
+                            options(nostack, readonly),
+                        );
+                    }
+                }
+                secs = secs.min(t.elapsed().as_secs_f64());
+            }
+            ($count as f64) * ITERS as f64 / (secs * $hz)
+        }};
+    }
+
+    /// The AVX-512 rows of the table, at `hz` cycles per second.
+    ///
+    /// # Safety
+    /// The CPU must support AVX-512 F and VPOPCNTDQ.
+    #[target_feature(enable = "avx512f,avx512vpopcntdq")]
+    unsafe fn rows512(hz: f64) -> Vec<(&'static str, f64)> {
+        vec![
+            ("vmovdqu64 zmm, m512 (load)", rate512!(hz, 12, loads512!())),
+            ("vpxorq zmm", rate512!(hz, 12, zzz!("vpxorq"))),
+            ("vpaddq zmm", rate512!(hz, 12, zzz!("vpaddq"))),
+            ("vpternlogq zmm", rate512!(hz, 12, ternlog!())),
+            ("vpopcntq zmm", rate512!(hz, 12, zz!("vpopcntq"))),
+            (
+                "vpopcntq + vpxorq",
+                rate512!(hz, 24, concat!(zz!("vpopcntq"), zzz!("vpxorq"))),
+            ),
+            (
+                "vpopcntq + vpxorq + vpaddq",
+                rate512!(
+                    hz,
+                    36,
+                    concat!(zz!("vpopcntq"), zzz!("vpxorq"), zzz!("vpaddq"))
+                ),
+            ),
+            (
+                "vpopcntq + vpternlogq",
+                rate512!(hz, 24, concat!(zz!("vpopcntq"), ternlog!())),
+            ),
+            (
+                "load + vpxorq",
+                rate512!(hz, 24, concat!(loads512!(), zzz!("vpxorq"))),
+            ),
+        ]
+    }
+
+    /// The table of issue rates.
     pub fn run() {
         let hz = clock();
         println!("clock (dependent adds): {:.3} GHz", hz / 1e9);
+        println!(
+            "clock (dependent imuls, latency 3): {:.3} GHz",
+            clock_imul() / 1e9
+        );
         if !std::arch::is_x86_feature_detected!("avx2") {
             println!("no AVX2: nothing else to measure");
             return;
@@ -207,6 +411,16 @@ mod x86 {
         ];
         for (name, r) in rows {
             println!("| {name} | {r:.2} |");
+        }
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512vpopcntdq")
+        {
+            // SAFETY: both features were just detected.
+            for (name, r) in unsafe { rows512(hz) } {
+                println!("| {name} | {r:.2} |");
+            }
+        } else {
+            println!("(no AVX-512 F and VPOPCNTDQ: no 512-bit rows)");
         }
     }
 }

@@ -144,6 +144,49 @@ pub fn try_filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> 
     Ok(v)
 }
 
+/// Zeroed 64-bit words whose first is aligned to a cache line (64 bytes,
+/// one AVX-512 register), allocated fallibly as [`try_zeroed`]: a 512-bit
+/// load at a multiple of 8 words from the start never straddles two lines.
+/// (An allocator gives large blocks 16 bytes past a page boundary: there
+/// every such load would be split across two lines, each a second access
+/// to the L1 cache.)
+#[derive(Debug, Clone, Default)]
+pub struct LineAlignedWords {
+    /// The words, with up to 7 before the first.
+    buf: Vec<u64>,
+    /// Where the first is in `buf`.
+    at: usize,
+    /// How many there are.
+    len: usize,
+}
+
+impl LineAlignedWords {
+    /// Bytes `len` words take, the room to align them included.
+    pub const fn bytes_for(len: usize) -> usize {
+        (len + 7) * size_of::<u64>()
+    }
+
+    /// `len` zero words, the first at a multiple of 64 bytes.
+    pub fn try_zeroed(len: usize, what: &str) -> Result<Self> {
+        let buf = try_zeroed::<u64>(len + 7, what)?;
+        // At most 7: `buf` is aligned to 8 bytes.
+        let at = buf.as_ptr().align_offset(64).min(7);
+        Ok(Self { buf, at, len })
+    }
+
+    /// The words.
+    #[inline]
+    pub fn as_slice(&self) -> &[u64] {
+        &self.buf[self.at..self.at + self.len]
+    }
+
+    /// The words, to write.
+    #[inline]
+    pub fn as_mut_slice(&mut self) -> &mut [u64] {
+        &mut self.buf[self.at..self.at + self.len]
+    }
+}
+
 /// An empty vector with room for `capacity` elements, allocated fallibly
 /// (see [`try_filled`]); from `HUGE_PAGES_FROM` bytes on, with huge pages
 /// asked for (as [`try_zeroed`]), so that filling it takes one page fault

@@ -56,7 +56,7 @@ use super::PairNumerator;
 use super::bound::{ExitCounts, PairRange, SBound};
 use super::isa::Isa;
 use super::score_bound::{self, RankScores};
-use crate::memory::try_filled;
+use crate::memory::LineAlignedWords;
 use crate::rank::pair_count;
 use crate::rank::{MISSING_RANK, RankedMatrix};
 use ties::TiedPairs;
@@ -72,7 +72,7 @@ pub fn words_per_plane(samples: usize) -> usize {
 /// ([`RankScores`], at most two bytes a sample).
 pub fn plane_bytes(genes: usize, samples: usize) -> u64 {
     let words = words_per_plane(samples);
-    genes as u64 * 2 * words as u64 * 8
+    2 * LineAlignedWords::bytes_for(genes * words) as u64
         + TiedPairs::max_bytes(genes, listed_pairs_cap(words))
         + RankScores::bytes(genes, samples)
 }
@@ -90,10 +90,11 @@ fn listed_pairs_cap(words: usize) -> u64 {
 #[derive(Debug)]
 pub struct BitPlanes {
     words: usize,
-    /// genes × words, row-major.
-    g: Vec<u64>,
-    /// genes × words, row-major.
-    u: Vec<u64>,
+    /// genes × words, row-major, line-aligned (a plane is a multiple of
+    /// 8 words: every plane's 512-bit loads are whole cache lines).
+    g: LineAlignedWords,
+    /// genes × words, row-major, line-aligned.
+    u: LineAlignedWords,
     /// Tied sample pairs of the genes with few.
     ties: TiedPairs,
     /// The genes' rank scores, for a bound on `S` before a count starts
@@ -113,13 +114,14 @@ impl BitPlanes {
     pub fn try_build(m: &RankedMatrix) -> Result<Self> {
         let n = m.samples();
         let words = words_per_plane(n);
-        let mut g = try_filled(m.genes() * words, 0u64, "bit-planes")?;
-        let mut u = try_filled(m.genes() * words, 0u64, "bit-planes")?;
+        let mut g = LineAlignedWords::try_zeroed(m.genes() * words, "bit-planes")?;
+        let mut u = LineAlignedWords::try_zeroed(m.genes() * words, "bit-planes")?;
         // The planes are the same bits whichever instruction set builds them.
         let ops = Ops::new(Isa::detect());
         if words > 0 {
-            g.par_chunks_mut(words)
-                .zip(u.par_chunks_mut(words))
+            g.as_mut_slice()
+                .par_chunks_mut(words)
+                .zip(u.as_mut_slice().par_chunks_mut(words))
                 .enumerate()
                 .for_each(|(gene, (g, u))| fill_planes(&ops, m.ranks(gene), g, u));
         }
@@ -142,14 +144,14 @@ impl BitPlanes {
     /// The G plane of `gene`.
     #[inline]
     pub fn g(&self, gene: usize) -> &[u64] {
-        &self.g[gene * self.words..(gene + 1) * self.words]
+        &self.g.as_slice()[gene * self.words..(gene + 1) * self.words]
     }
 
     /// The U plane of `gene`: its unordered pairs (tied, a value missing,
     /// or padding).
     #[inline]
     pub fn u(&self, gene: usize) -> &[u64] {
-        &self.u[gene * self.words..(gene + 1) * self.words]
+        &self.u.as_slice()[gene * self.words..(gene + 1) * self.words]
     }
 }
 
