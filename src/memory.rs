@@ -145,7 +145,7 @@ pub fn try_filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> 
 }
 
 /// Zeroed 64-bit words whose first is aligned to a cache line (64 bytes,
-/// one AVX-512 register), allocated fallibly as [`try_zeroed`]: a 512-bit
+/// one AVX-512 register), allocated fallibly as [`try_filled`]: a 512-bit
 /// load at a multiple of 8 words from the start never straddles two lines.
 /// (An allocator gives large blocks 16 bytes past a page boundary: there
 /// every such load would be split across two lines, each a second access
@@ -168,7 +168,10 @@ impl LineAlignedWords {
 
     /// `len` zero words, the first at a multiple of 64 bytes.
     pub fn try_zeroed(len: usize, what: &str) -> Result<Self> {
-        let buf = try_zeroed::<u64>(len + 7, what)?;
+        // Written here, on this thread, as `try_filled` does (not fresh
+        // zeroed pages asked to be huge, whose first touch by the threads
+        // that fill them may wait on the kernel compacting memory).
+        let buf = try_filled(len + 7, 0u64, what)?;
         // At most 7: `buf` is aligned to 8 bytes.
         let at = buf.as_ptr().align_offset(64).min(7);
         Ok(Self { buf, at, len })
