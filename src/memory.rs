@@ -150,7 +150,7 @@ pub fn try_filled<T: Clone>(len: usize, value: T, what: &str) -> Result<Vec<T>> 
 /// (An allocator gives large blocks 16 bytes past a page boundary: there
 /// every such load would be split across two lines, each a second access
 /// to the L1 cache.)
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub struct LineAlignedWords {
     /// The words, with up to 7 before the first.
     buf: Vec<u64>,

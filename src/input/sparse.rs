@@ -148,7 +148,14 @@ impl SparseValues {
         values: Vec<f64>,
         residuals: Vec<i16>,
     ) -> Self {
-        Self::from_block(start, cells.into(), values.into(), residuals.into(), false)
+        Self::from_block(
+            start,
+            cells.into(),
+            values.into(),
+            residuals.into(),
+            false,
+            false,
+        )
     }
 
     /// The matrix whose gene `g` has the entries `start[g]..start[g + 1]`
@@ -156,27 +163,9 @@ impl SparseValues {
     /// value `value` (finite, non-zero, exact), held once per entry of
     /// the longest gene rather than once per entry.
     fn from_constant(start: Vec<usize>, cells: Vec<u32>, value: f64) -> Self {
-        let entries = start.last().copied().unwrap_or(0);
-        assert!(start.first().is_none_or(|&s| s == 0), "entries start at 0");
-        assert_eq!(cells.len(), entries, "one sample per entry");
         let longest = start.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-        let blocks = if start.len() > 1 {
-            vec![Block {
-                first_gene: 0,
-                cells: cells.into(),
-                values: vec![value; longest].into(),
-                residuals: Vec::new().into(),
-                shared: false,
-                constant: true,
-            }]
-        } else {
-            Vec::new()
-        };
-        Self {
-            start,
-            blocks,
-            zeros: 0,
-        }
+        let values = vec![value; longest].into();
+        Self::from_block(start, cells.into(), values, Vec::new().into(), false, true)
     }
 
     /// The stored entries of a sparse table, over someone else's arrays
@@ -188,34 +177,43 @@ impl SparseValues {
         values: ScalarBuffer<f64>,
         zeros: usize,
     ) -> Self {
-        let mut stored = Self::from_block(start, cells, values, Vec::new().into(), true);
+        let mut stored = Self::from_block(start, cells, values, Vec::new().into(), true, false);
         stored.zeros = zeros;
         stored
     }
 
+    /// The matrix of one block; `constant` as in [`Block`] (`values` then
+    /// the longest gene's entries' worth, no residuals).
     fn from_block(
         start: Vec<usize>,
         cells: ScalarBuffer<u32>,
         values: ScalarBuffer<f64>,
         residuals: ScalarBuffer<i16>,
         shared: bool,
+        constant: bool,
     ) -> Self {
         let entries = start.last().copied().unwrap_or(0);
         assert!(start.first().is_none_or(|&s| s == 0), "entries start at 0");
         assert_eq!(cells.len(), entries, "one sample per entry");
-        assert!(
-            residuals.is_empty() || residuals.len() == entries,
-            "residuals"
-        );
-        let blocks = if start.len() > 1 {
+        if constant {
+            let longest = start.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+            assert_eq!(values.len(), longest, "the value for the longest gene");
+            assert!(residuals.is_empty(), "residuals");
+        } else {
             assert_eq!(values.len(), entries, "one value per entry");
+            assert!(
+                residuals.is_empty() || residuals.len() == entries,
+                "residuals"
+            );
+        }
+        let blocks = if start.len() > 1 {
             vec![Block {
                 first_gene: 0,
                 cells,
                 values,
                 residuals,
                 shared,
-                constant: false,
+                constant,
             }]
         } else {
             Vec::new()
